@@ -1,0 +1,77 @@
+//! The AdmissionReview wire model and the [`Mutator`] seam.
+//!
+//! scion keeps its own thin model instead of `kube::core::admission`: the object
+//! must stay the exact JSON the API server sent (a typed round trip would drop or
+//! normalise fields and the patch must be computed against the raw object), and
+//! the response `patch` must be the base64 string the API documents (kube-core
+//! serialises it as a number array, kube-rs#1781).
+
+mod review;
+
+pub use review::{
+    AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation, ReviewError, ReviewVersion,
+    Status,
+};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+/// What a [`Mutator`] decided about one admission request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The object is not targeted or needs no change: allowed, no patch.
+    Unchanged,
+    /// The object as it must be stored. The server diffs it against the raw
+    /// object of the request and answers with the resulting JSONPatch (or with
+    /// no patch if the two are equal).
+    Mutated(Value),
+}
+
+/// Why a [`Mutator`] refused an object. Maps onto the AdmissionReview-level
+/// answer `allowed: false` with `status.code` and `status.message`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Denial {
+    /// The object cannot be decoded as its kind (status code 400).
+    #[error("{0}")]
+    BadObject(String),
+    /// The mutation failed, e.g. the Cluster or a Secret is missing (status code 403).
+    #[error("{0}")]
+    Forbidden(String),
+}
+
+impl Denial {
+    /// The HTTP-style code placed into `response.status.code`.
+    pub fn code(&self) -> u16 {
+        match self {
+            Denial::BadObject(_) => 400,
+            Denial::Forbidden(_) => 403,
+        }
+    }
+
+    /// The `response.status.reason` Kubernetes uses for the code.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Denial::BadObject(_) => "BadRequest",
+            Denial::Forbidden(_) => "Forbidden",
+        }
+    }
+}
+
+/// The seam between the HTTPS shell and the mutation core.
+///
+/// Implementations must be deterministic: the same request and the same state
+/// give the same verdict, byte for byte.
+pub trait Mutator: Send + Sync + 'static {
+    /// Decide about one admission request.
+    fn mutate<'a>(&'a self, request: &'a AdmissionRequest) -> BoxFuture<'a, Result<Verdict, Denial>>;
+}
+
+/// A mutator that allows everything unchanged. Used where no profile applies.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PassThrough;
+
+impl Mutator for PassThrough {
+    fn mutate<'a>(&'a self, _request: &'a AdmissionRequest) -> BoxFuture<'a, Result<Verdict, Denial>> {
+        Box::pin(async { Ok(Verdict::Unchanged) })
+    }
+}

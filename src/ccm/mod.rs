@@ -1,0 +1,1 @@
+//! Pure rendering of the cloud-controller-manager objects for a `ControlPlane`.

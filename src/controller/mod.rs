@@ -1,0 +1,1 @@
+//! The `ControlPlane` reconciler: a thin shell around [`crate::ccm`].

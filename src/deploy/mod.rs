@@ -1,0 +1,1 @@
+//! Installation manifests and webhook registration.

@@ -1,0 +1,1 @@
+//! The mutation engine: applies a provider profile to a control-plane object.

@@ -1,0 +1,1 @@
+//! The HTTPS admission server and the plain-HTTP health and metrics listeners.

@@ -1,0 +1,1 @@
+//! Certificates: development CA generation, loading, live reload.

@@ -9,6 +9,7 @@
 //! | [`profile`] | declarative provider profiles: schema, conditions, built-ins |
 //! | [`mutation`] | the engine that applies a profile to a control-plane object |
 //! | [`patch`] | minimal, deterministic RFC 6902 diffs |
+//! | [`checksum`] | Gardener-compatible checksums of Secret and ConfigMap data |
 //! | [`ccm`] | pure rendering of the cloud-controller-manager objects |
 //! | [`controller`] | the `ControlPlane` reconciler (shell around [`ccm`]) |
 //! | [`tls`] | certificates: generation, loading, live reload |
@@ -18,6 +19,7 @@
 
 pub mod admission;
 pub mod ccm;
+pub mod checksum;
 pub mod cli;
 pub mod controller;
 pub mod deploy;

@@ -63,7 +63,10 @@ impl Denial {
 /// give the same verdict, byte for byte.
 pub trait Mutator: Send + Sync + 'static {
     /// Decide about one admission request.
-    fn mutate<'a>(&'a self, request: &'a AdmissionRequest) -> BoxFuture<'a, Result<Verdict, Denial>>;
+    fn mutate<'a>(
+        &'a self,
+        request: &'a AdmissionRequest,
+    ) -> BoxFuture<'a, Result<Verdict, Denial>>;
 }
 
 /// A mutator that allows everything unchanged. Used where no profile applies.
@@ -71,7 +74,14 @@ pub trait Mutator: Send + Sync + 'static {
 pub struct PassThrough;
 
 impl Mutator for PassThrough {
-    fn mutate<'a>(&'a self, _request: &'a AdmissionRequest) -> BoxFuture<'a, Result<Verdict, Denial>> {
+    fn mutate<'a>(
+        &'a self,
+        _request: &'a AdmissionRequest,
+    ) -> BoxFuture<'a, Result<Verdict, Denial>> {
         Box::pin(async { Ok(Verdict::Unchanged) })
     }
 }
+
+/// The HTTPS path of the control-plane mutating webhook. The router, the
+/// webhook configuration and the manifests all use this constant.
+pub const CONTROLPLANE_PATH: &str = "/controlplane";

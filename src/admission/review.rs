@@ -91,7 +91,9 @@ fn default_version() -> ReviewVersion {
 pub enum ReviewError {
     #[error("body is not valid JSON: {0}")]
     Json(#[source] serde_json::Error),
-    #[error("not an AdmissionReview: apiVersion {0:?} is neither admission.k8s.io/v1 nor admission.k8s.io/v1beta1")]
+    #[error(
+        "not an AdmissionReview: apiVersion {0:?} is neither admission.k8s.io/v1 nor admission.k8s.io/v1beta1"
+    )]
     ApiVersion(String),
     #[error("not an AdmissionReview: kind {0:?} is not AdmissionReview")]
     Kind(String),
@@ -129,7 +131,11 @@ impl AdmissionRequest {
             Some(Value::Null) | None => return Err(ReviewError::NoRequest),
             Some(request) => request,
         };
-        if request.get("uid").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if request
+            .get("uid")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             return Err(ReviewError::NoUid);
         }
         let mut request: AdmissionRequest =
@@ -166,7 +172,13 @@ pub struct AdmissionResponse {
 impl AdmissionResponse {
     /// Allowed, no patch.
     pub fn allow(uid: &str) -> Self {
-        AdmissionResponse { uid: uid.to_string(), allowed: true, patch_type: None, patch: None, status: None }
+        AdmissionResponse {
+            uid: uid.to_string(),
+            allowed: true,
+            patch_type: None,
+            patch: None,
+            status: None,
+        }
     }
 
     /// Allowed with an RFC 6902 patch (the serialised JSON array of operations).
@@ -187,7 +199,11 @@ impl AdmissionResponse {
             allowed: false,
             patch_type: None,
             patch: None,
-            status: Some(Status { code, reason: reason.to_string(), message: message.into() }),
+            status: Some(Status {
+                code,
+                reason: reason.to_string(),
+                message: message.into(),
+            }),
         }
     }
 
@@ -200,8 +216,12 @@ impl AdmissionResponse {
             kind: &'static str,
             response: AdmissionResponse,
         }
-        serde_json::to_vec(&Review { api_version: version.api_version(), kind: "AdmissionReview", response: self })
-            .expect("an AdmissionResponse always serialises")
+        serde_json::to_vec(&Review {
+            api_version: version.api_version(),
+            kind: "AdmissionReview",
+            response: self,
+        })
+        .expect("an AdmissionResponse always serialises")
     }
 }
 
@@ -217,13 +237,22 @@ mod tests {
         let request = AdmissionRequest::from_review_bytes(body).unwrap();
         assert_eq!(request.version, ReviewVersion::V1Beta1);
         assert_eq!(request.operation, Operation::Update);
-        let out: Value = serde_json::from_slice(&AdmissionResponse::allow(&request.uid).into_review_bytes(request.version)).unwrap();
-        assert_eq!(out, serde_json::json!({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}));
+        let out: Value = serde_json::from_slice(
+            &AdmissionResponse::allow(&request.uid).into_review_bytes(request.version),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            serde_json::json!({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}})
+        );
     }
 
     #[test]
     fn patch_is_a_base64_string_on_the_wire() {
-        let out: Value = serde_json::from_slice(&AdmissionResponse::patched("u", b"[]").into_review_bytes(ReviewVersion::V1)).unwrap();
+        let out: Value = serde_json::from_slice(
+            &AdmissionResponse::patched("u", b"[]").into_review_bytes(ReviewVersion::V1),
+        )
+        .unwrap();
         assert_eq!(out["response"]["patch"], "W10=");
         assert_eq!(out["response"]["patchType"], "JSONPatch");
     }
@@ -231,8 +260,14 @@ mod tests {
     #[test]
     fn missing_uid_and_request_are_named() {
         let no_request = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#;
-        assert!(matches!(AdmissionRequest::from_review_bytes(no_request), Err(ReviewError::NoRequest)));
+        assert!(matches!(
+            AdmissionRequest::from_review_bytes(no_request),
+            Err(ReviewError::NoRequest)
+        ));
         let no_uid = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}"#;
-        assert!(matches!(AdmissionRequest::from_review_bytes(no_uid), Err(ReviewError::NoUid)));
+        assert!(matches!(
+            AdmissionRequest::from_review_bytes(no_uid),
+            Err(ReviewError::NoUid)
+        ));
     }
 }

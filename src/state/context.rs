@@ -100,7 +100,13 @@ impl ShootContext {
     /// Pod CIDRs from spec and status, spec first, without duplicates.
     pub fn pod_cidrs(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for cidr in self.networking.spec.pods.iter().chain(&self.networking.status.pods) {
+        for cidr in self
+            .networking
+            .spec
+            .pods
+            .iter()
+            .chain(&self.networking.status.pods)
+        {
             if !out.contains(cidr) {
                 out.push(cidr.clone());
             }
@@ -119,6 +125,9 @@ impl ShootContext {
 
     /// Whether the shoot annotation `key` parses as `true` (Go's strconv.ParseBool).
     pub fn annotation_is_true(&self, key: &str) -> bool {
-        matches!(self.annotations.get(key).map(String::as_str), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+        matches!(
+            self.annotations.get(key).map(String::as_str),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True")
+        )
     }
 }

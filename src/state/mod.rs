@@ -2,10 +2,10 @@
 //! an objects directory.
 
 mod context;
+mod snapshot;
 
-pub use context::{
-    Cidrs, Hibernation, LastOperation, Networking, ShootContext, WorkerPool,
-};
+pub use context::{Cidrs, Hibernation, LastOperation, Networking, ShootContext, WorkerPool};
+pub use snapshot::Snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -41,11 +41,24 @@ pub enum StateError {
     #[error("could not get Cluster {name:?}: not found")]
     ClusterNotFound { name: String },
     #[error("Cluster {name:?} is malformed: field {field}: {reason}")]
-    ClusterMalformed { name: String, field: String, reason: String },
+    ClusterMalformed {
+        name: String,
+        field: String,
+        reason: String,
+    },
     #[error("could not get {kind} '{namespace}/{name}': not found")]
-    ObjectNotFound { kind: &'static str, namespace: String, name: String },
+    ObjectNotFound {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+    },
     #[error("could not get {kind} '{namespace}/{name}': {reason}")]
-    Api { kind: &'static str, namespace: String, name: String, reason: String },
+    Api {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+        reason: String,
+    },
 }
 
 /// Where the shoot context and the namespaced objects come from.

@@ -42,11 +42,14 @@ fn mock_client() -> (kube::Client, Handle) {
     (kube::Client::new(service, "default"), handle)
 }
 
+/// Assertions on one request (head and JSON body).
+type Check = Box<dyn FnOnce(&Request<()>, Value) + Send>;
+
 /// One expected request: method, path, and a check of the (JSON) body.
 struct Call {
     method: Method,
     path: &'static str,
-    check: Box<dyn FnOnce(&Request<()>, Value) + Send>,
+    check: Check,
     status: StatusCode,
     answer: Value,
 }

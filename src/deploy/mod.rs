@@ -96,8 +96,8 @@ pub enum Manifest {
     ClusterRoleBinding(ClusterRoleBinding),
     Role(Role),
     RoleBinding(RoleBinding),
-    Service(Service),
-    Deployment(Deployment),
+    Service(Box<Service>),
+    Deployment(Box<Deployment>),
     PodDisruptionBudget(PodDisruptionBudget),
     MutatingWebhookConfiguration(MutatingWebhookConfiguration),
 }
@@ -166,8 +166,8 @@ pub fn install_objects(opts: &InstallOptions) -> Vec<Manifest> {
         Manifest::ClusterRoleBinding(rbac::cluster_role_binding(ext)),
         Manifest::Role(rbac::role(ext)),
         Manifest::RoleBinding(rbac::role_binding(ext)),
-        Manifest::Service(workload::service(ext)),
-        Manifest::Deployment(workload::deployment(ext, &opts.image)),
+        Manifest::Service(Box::new(workload::service(ext))),
+        Manifest::Deployment(Box::new(workload::deployment(ext, &opts.image))),
         Manifest::PodDisruptionBudget(workload::pod_disruption_budget(ext)),
         Manifest::MutatingWebhookConfiguration(webhook_configuration(
             ext,

@@ -358,3 +358,23 @@ fn invalid_image_is_rejected() {
         assert!(err.to_string().contains("image"), "{err}");
     }
 }
+
+#[test]
+fn yaml_1_1_scalars_are_quoted_for_kubectl() {
+    // kubectl reads YAML 1.1, where a bare `on`, `no`, `y` or `0x1` is not a
+    // string; a provider or namespace with such a name must stay a string.
+    for name in ["on", "no", "y", "off", "0x1", "1e3"] {
+        let ext = Extension::new(name, name).unwrap();
+        let opts = InstallOptions::new(ext, DEFAULT_IMAGE, None).unwrap();
+        let stream = deploy::render(&opts).unwrap();
+        assert!(
+            stream.contains(&format!("  namespace: \"{name}\"\n")),
+            "{name}"
+        );
+        assert!(
+            stream.contains(&format!("      - \"{name}\"\n")),
+            "{name}: selector value"
+        );
+        assert!(!stream.contains(&format!(": {name}\n")), "{name} unquoted");
+    }
+}

@@ -3,38 +3,15 @@
 //! resourceNames), independent of how the rules were generated.
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
-use scion::deploy::rbac::{cluster_role, role};
+use scion::deploy::rbac::{self, ResourceRequest as Request, cluster_role, role};
 use scion::deploy::{API_CALLS, Extension, Names, Scope, Verb};
 
 fn ext() -> Extension {
     Extension::new("aws", "extension-provider-aws").unwrap()
 }
 
-/// A request as the authoriser sees it.
-#[derive(Debug, Clone, Copy)]
-struct Request<'a> {
-    group: &'a str,
-    resource: &'a str,
-    verb: &'a str,
-    /// `None` for list/watch/create and other requests without a name.
-    name: Option<&'a str>,
-}
-
 fn allows(rules: &[PolicyRule], req: Request<'_>) -> bool {
-    rules.iter().any(|rule| {
-        let has = |list: &Option<Vec<String>>, item: &str| {
-            list.as_ref()
-                .is_some_and(|l| l.iter().any(|x| x == item || x == "*"))
-        };
-        has(&rule.api_groups, req.group)
-            && has(&rule.resources, req.resource)
-            && rule.verbs.iter().any(|v| v == req.verb || v == "*")
-            && match &rule.resource_names {
-                None => true,
-                Some(names) if names.is_empty() => true,
-                Some(names) => req.name.is_some_and(|n| names.iter().any(|x| x == n)),
-            }
-    })
+    rbac::allows(rules, &req)
 }
 
 fn rules_for(scope: Scope) -> Vec<PolicyRule> {

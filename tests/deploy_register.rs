@@ -4,6 +4,8 @@
 //! requests, asserting method, path and body, and answers each. A missing
 //! call surfaces as a join timeout; an unexpected extra call fails the
 //! registration (the mock service is closed once the verifier is done).
+//! Every request is also checked against the installed ClusterRole, so the
+//! RBAC table cannot miss a call the registration makes.
 
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use base64::engine::general_purpose::STANDARD;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use kube::client::Body;
+use scion::deploy::rbac::{self, ResourceRequest, cluster_role};
 use scion::deploy::{
     Extension, RegistrationError, RegistrationOutcome, register_webhook, webhook_configuration,
 };
@@ -96,6 +99,40 @@ fn stored(ca_bundle: &[u8], resource_version: &str) -> Value {
     v
 }
 
+/// Assert that the ClusterRole `scion manifests` installs allows a request the
+/// registration made (cluster-scoped paths only: that is all it calls).
+fn assert_rbac_allows(method: &Method, path: &str) {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, rest) = match segments.as_slice() {
+        ["api", _, rest @ ..] => ("", rest),
+        ["apis", group, _, rest @ ..] => (*group, rest),
+        _ => panic!("not a resource path: {path}"),
+    };
+    let (resource, name) = match rest {
+        [resource] => (*resource, None),
+        [resource, name] => (*resource, Some(*name)),
+        _ => panic!("unexpected path {path}"),
+    };
+    let verb = match (method.as_str(), name) {
+        ("GET", Some(_)) => "get",
+        ("POST", None) => "create",
+        ("PATCH", Some(_)) => "patch",
+        ("PUT", Some(_)) => "update",
+        other => panic!("unexpected request {other:?} {path}"),
+    };
+    let rules = cluster_role(&extension()).rules.unwrap();
+    let request = ResourceRequest {
+        group,
+        resource,
+        verb,
+        name,
+    };
+    assert!(
+        rbac::allows(&rules, &request),
+        "RBAC does not allow {request:?}"
+    );
+}
+
 /// Serve `calls` in order, then drop the handle.
 fn verifier(mut handle: Handle, calls: Vec<Call>) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -108,6 +145,7 @@ fn verifier(mut handle: Handle, calls: Vec<Call>) -> JoinHandle<()> {
             let bytes = body.collect().await.unwrap().to_bytes();
             assert_eq!(parts.method, expected.method, "method of {}", parts.uri);
             assert_eq!(parts.uri.path(), expected.path);
+            assert_rbac_allows(&parts.method, parts.uri.path());
             let body = if bytes.is_empty() {
                 Value::Null
             } else {

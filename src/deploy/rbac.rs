@@ -309,3 +309,34 @@ pub fn role_binding(ext: &Extension) -> RoleBinding {
         subjects: Some(vec![subject(ext)]),
     }
 }
+
+/// A resource request as the RBAC authoriser sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceRequest<'a> {
+    pub group: &'a str,
+    pub resource: &'a str,
+    pub verb: &'a str,
+    /// The object name; `None` for list, watch, create and collection calls.
+    pub name: Option<&'a str>,
+}
+
+/// Whether `rules` allow `request`, as the Kubernetes RBAC authoriser decides
+/// it: the group, the resource and the verb must each be listed (or `*`), and
+/// a rule with `resourceNames` only allows requests for one of those names.
+pub fn allows(rules: &[PolicyRule], request: &ResourceRequest<'_>) -> bool {
+    let listed = |list: &Option<Vec<String>>, item: &str| {
+        list.as_ref()
+            .is_some_and(|l| l.iter().any(|x| x == item || x == "*"))
+    };
+    rules.iter().any(|rule| {
+        listed(&rule.api_groups, request.group)
+            && listed(&rule.resources, request.resource)
+            && rule.verbs.iter().any(|v| v == request.verb || v == "*")
+            && match &rule.resource_names {
+                Some(names) if !names.is_empty() => {
+                    request.name.is_some_and(|n| names.iter().any(|x| x == n))
+                }
+                _ => true,
+            }
+    })
+}

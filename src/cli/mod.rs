@@ -1,6 +1,8 @@
 //! The command line: `scion <subcommand>`. Every flag is also settable by an
 //! environment variable `SCION_<FLAG>`.
 
+pub mod manifests;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -14,10 +16,15 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Print the installation manifests for a seed as a YAML stream.
+    Manifests(manifests::ManifestsArgs),
+}
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Manifests(args) => manifests::main(args),
+    }
 }

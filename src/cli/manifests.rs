@@ -1,0 +1,57 @@
+//! `scion manifests`: print the complete installation for one provider as a
+//! YAML stream (`scion manifests --provider aws --namespace extension-provider-aws | kubectl apply -f -`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::deploy::{self, DEFAULT_IMAGE, Extension, InstallOptions};
+
+/// Print the installation manifests (ServiceAccount, RBAC, Service,
+/// Deployment, PodDisruptionBudget, MutatingWebhookConfiguration).
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// Provider type the extension serves (e.g. aws, openstack, gcp, azure, alicloud).
+    #[arg(long, env = "SCION_PROVIDER")]
+    pub provider: String,
+    /// Namespace the extension is installed into.
+    #[arg(long, env = "SCION_NAMESPACE")]
+    pub namespace: String,
+    /// PEM CA bundle that signs the serving certificate; written into the
+    /// webhook configuration's caBundle. Without it, caBundle is left empty for
+    /// the self-registration (`serve --register-webhook`) to fill.
+    #[arg(long, env = "SCION_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Container image of the Deployment.
+    #[arg(long, env = "SCION_IMAGE", default_value = DEFAULT_IMAGE)]
+    pub image: String,
+}
+
+/// Run the subcommand; errors go to stderr with a non-zero exit code.
+pub fn main(args: ManifestsArgs) -> ExitCode {
+    match run(&args, &mut std::io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("scion manifests: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Render the manifests for `args` into `out`.
+pub fn run(args: &ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let extension = Extension::new(&args.provider, &args.namespace)?;
+    let ca_bundle = args
+        .ca_file
+        .as_deref()
+        .map(deploy::read_ca_bundle)
+        .transpose()?;
+    let opts = InstallOptions::new(extension, &args.image, ca_bundle)?;
+    let yaml = deploy::render(&opts)?;
+    out.write_all(yaml.as_bytes())
+        .context("cannot write the manifests to stdout")?;
+    Ok(())
+}

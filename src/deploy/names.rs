@@ -1,0 +1,229 @@
+//! The identity of one installation: provider and namespace, and every name,
+//! label, port and path derived from them. All manifests and the
+//! self-registration take their names from here, so they cannot drift.
+
+use std::collections::BTreeMap;
+
+use super::DeployError;
+
+/// Port the HTTPS admission server listens on inside the pod (Gardener's chart
+/// uses 10250 as well).
+pub const WEBHOOK_PORT: u16 = 10250;
+/// Port of the plain-HTTP metrics listener (`/metrics`).
+pub const METRICS_PORT: u16 = 8080;
+/// Port of the plain-HTTP health listener (`/healthz`, `/readyz`).
+pub const HEALTH_PORT: u16 = 8081;
+/// Port of the Service in front of the webhook; the webhook configuration's
+/// `clientConfig.service.port`.
+pub const SERVICE_PORT: u16 = 443;
+
+/// Liveness probe path on [`HEALTH_PORT`].
+pub const LIVENESS_PATH: &str = "/healthz";
+/// Readiness probe path on [`HEALTH_PORT`].
+pub const READINESS_PATH: &str = "/readyz";
+
+/// Where the certificate Secret is mounted in the pod; passed as `--cert-dir`.
+/// The Secret has the `kubernetes.io/tls` layout: `tls.crt`, `tls.key` and,
+/// when the issuer provides it (cert-manager does), `ca.crt`.
+pub const CERT_DIR: &str = "/etc/scion/certs";
+/// File in the cert directory holding the CA bundle that signs `tls.crt`;
+/// its bytes are what [`super::register_webhook`] injects as `caBundle`.
+pub const CA_BUNDLE_FILE: &str = "ca.crt";
+
+/// Environment variable carrying the pod's namespace (downward API). The
+/// `serve` command reads it as the namespace of the webhook Service, of the
+/// leader-election Lease and of the owner of the webhook configuration.
+pub const NAMESPACE_ENV: &str = "SCION_WEBHOOK_NAMESPACE";
+
+/// Field manager used for every write scion makes.
+pub const FIELD_MANAGER: &str = "scion";
+
+/// Priority class of the extension pods (Gardener's `gardener-system-900`).
+pub const PRIORITY_CLASS: &str = "gardener-system-900";
+
+/// Label on the webhook configuration that keeps gardenlet's webhook
+/// remediation away from it.
+pub const REMEDIATION_EXCLUDE_LABEL: &str = "remediation.webhook.shoot.gardener.cloud/exclude";
+
+/// Name of the container in the Deployment.
+pub const CONTAINER_NAME: &str = "scion";
+
+/// Name of the in-container binary (matches the Dockerfile and `[[bin]]`).
+pub const BINARY_PATH: &str = "/scion";
+
+/// The image used when `--image` is not given: the tag `docker build -t` in the
+/// documentation produces.
+pub const DEFAULT_IMAGE: &str = concat!("scion:", env!("CARGO_PKG_VERSION"));
+
+const RESOURCE_PREFIX: &str = "gardener-extension-provider-";
+
+/// Provider and namespace of one installation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extension {
+    provider: String,
+    namespace: String,
+}
+
+impl Extension {
+    /// Validate and build. Both values must be RFC 1123 labels (lower-case
+    /// alphanumerics and `-`, at most 63 characters), because they end up in
+    /// object names, label values and DNS names.
+    pub fn new(provider: &str, namespace: &str) -> Result<Self, DeployError> {
+        check_label("provider", provider)?;
+        check_label("namespace", namespace)?;
+        // The Service is named `gardener-extension-provider-<p>` and Service
+        // names are DNS labels themselves.
+        if RESOURCE_PREFIX.len() + provider.len() > 63 {
+            return Err(DeployError::InvalidName {
+                what: "provider",
+                value: provider.to_owned(),
+                reason: "must be at most 35 characters (the Service name gardener-extension-provider-<provider> is limited to 63)",
+            });
+        }
+        Ok(Self {
+            provider: provider.to_owned(),
+            namespace: namespace.to_owned(),
+        })
+    }
+
+    /// The provider type, e.g. `aws`.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// The namespace the extension runs in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The extension name in Gardener's sense, e.g. `provider-aws`.
+    pub fn extension_name(&self) -> String {
+        format!("provider-{}", self.provider)
+    }
+
+    /// `gardener-extension-provider-<p>`: the name of the ServiceAccount,
+    /// Deployment, Service, PodDisruptionBudget, Role and of the
+    /// MutatingWebhookConfiguration (Gardener's `PrefixedName`).
+    pub fn resource_name(&self) -> String {
+        format!("{RESOURCE_PREFIX}{}", self.provider)
+    }
+
+    /// Name of the MutatingWebhookConfiguration.
+    pub fn webhook_config_name(&self) -> String {
+        self.resource_name()
+    }
+
+    /// Name of the control-plane webhook entry,
+    /// `controlplane.<p>.extensions.gardener.cloud`.
+    pub fn controlplane_webhook_name(&self) -> String {
+        format!("controlplane.{}.extensions.gardener.cloud", self.provider)
+    }
+
+    /// Name of the ClusterRole and ClusterRoleBinding
+    /// (`extensions.gardener.cloud:provider-<p>`).
+    pub fn cluster_role_name(&self) -> String {
+        format!("extensions.gardener.cloud:{}", self.extension_name())
+    }
+
+    /// Name of the `kubernetes.io/tls` Secret holding the serving certificate.
+    pub fn cert_secret_name(&self) -> String {
+        format!("{}-tls", self.resource_name())
+    }
+
+    /// Name of the leader-election Lease in the extension namespace.
+    pub fn leader_election_lease(&self) -> String {
+        format!("{}-leader-election", self.extension_name())
+    }
+
+    /// DNS names the serving certificate must cover (Gardener's SANs in
+    /// service mode).
+    pub fn service_dns_names(&self) -> Vec<String> {
+        let svc = self.resource_name();
+        vec![
+            svc.clone(),
+            format!("{svc}.{}", self.namespace),
+            format!("{svc}.{}.svc", self.namespace),
+        ]
+    }
+
+    /// Labels selecting the extension pods (Deployment selector, Service,
+    /// PodDisruptionBudget).
+    pub fn selector_labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("app.kubernetes.io/name".to_owned(), self.resource_name())])
+    }
+
+    /// Labels on every object scion installs.
+    pub fn common_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.selector_labels();
+        labels.insert("app.kubernetes.io/part-of".to_owned(), "scion".to_owned());
+        labels
+    }
+}
+
+fn check_label(what: &'static str, value: &str) -> Result<(), DeployError> {
+    let reason = if value.is_empty() {
+        Some("must not be empty")
+    } else if value.len() > 63 {
+        Some("must be at most 63 characters")
+    } else if !value
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        Some("must consist of lower-case letters, digits and '-'")
+    } else if value.starts_with('-') || value.ends_with('-') {
+        Some("must start and end with a letter or digit")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(DeployError::InvalidName {
+            what,
+            value: value.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_gardener_conventions() {
+        let ext = Extension::new("aws", "extension-provider-aws").unwrap();
+        assert_eq!(ext.webhook_config_name(), "gardener-extension-provider-aws");
+        assert_eq!(
+            ext.controlplane_webhook_name(),
+            "controlplane.aws.extensions.gardener.cloud"
+        );
+        assert_eq!(ext.leader_election_lease(), "provider-aws-leader-election");
+        assert_eq!(
+            ext.service_dns_names()[2],
+            "gardener-extension-provider-aws.extension-provider-aws.svc"
+        );
+    }
+
+    #[test]
+    fn rejects_names_that_cannot_be_labels() {
+        for (provider, namespace) in [
+            ("", "ns"),
+            ("AWS", "ns"),
+            ("aws", "-ns"),
+            ("aws", "ns_1"),
+            ("aws", &"n".repeat(64)),
+            (&"p".repeat(36), "ns"),
+        ] {
+            let err = Extension::new(provider, namespace).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains(if provider == "aws" {
+                    "namespace"
+                } else {
+                    "provider"
+                }),
+                "{text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The seed `MutatingWebhookConfiguration`, built exactly as Gardener's
+//! `BuildWebhookConfigs` does for the control-plane webhook (reference §2.1,
+//! §2.2). One pure builder serves `scion manifests` and the self-registration.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
+    WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
+
+use super::names::{Extension, REMEDIATION_EXCLUDE_LABEL, SERVICE_PORT};
+use crate::admission::{CONTROLPLANE_PATH, GroupVersionKind};
+
+/// One kind the control-plane webhook is registered for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookRule {
+    pub group: &'static str,
+    pub version: &'static str,
+    /// The kind as it appears in `AdmissionRequest.kind`.
+    pub kind: &'static str,
+    /// The plural resource name used in the registration rule.
+    pub resource: &'static str,
+}
+
+impl WebhookRule {
+    /// Whether an admission request of this kind is sent to the webhook.
+    pub fn covers(&self, gvk: &GroupVersionKind) -> bool {
+        gvk.group == self.group && gvk.version == self.version && gvk.kind == self.kind
+    }
+}
+
+/// The kinds the control-plane webhook receives. Gardener labels exactly these
+/// objects with [`MUTATED_BY_LABEL`] (kube-apiserver, kube-controller-manager,
+/// ... Deployments and the machine-controller-manager VPA).
+pub const CONTROLPLANE_RULES: &[WebhookRule] = &[
+    WebhookRule {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        resource: "deployments",
+    },
+    WebhookRule {
+        group: "autoscaling.k8s.io",
+        version: "v1",
+        kind: "VerticalPodAutoscaler",
+        resource: "verticalpodautoscalers",
+    },
+];
+
+/// Operations registered for every rule; DELETE is never registered.
+pub const OPERATIONS: &[&str] = &["CREATE", "UPDATE"];
+
+/// Namespace label gardenlet sets to the shoot's provider type.
+pub const SHOOT_PROVIDER_LABEL: &str = "shoot.gardener.cloud/provider";
+
+/// Object label gardenlet sets on the objects the control-plane webhook must
+/// see (gardener#9981).
+pub const MUTATED_BY_LABEL: &str =
+    "provider.extensions.gardener.cloud/mutated-by-controlplane-webhook";
+
+/// `timeoutSeconds` of the webhook: Gardener's default, below the 15 s the
+/// shoot-side remediation enforces.
+pub const TIMEOUT_SECONDS: i32 = 10;
+
+/// The AdmissionReview versions the server understands.
+pub const ADMISSION_REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
+
+/// The control-plane webhook entry. `ca_bundle` is the PEM CA bundle that
+/// signs the serving certificate; `None` leaves `caBundle` unset (it is then
+/// injected by the self-registration).
+pub fn controlplane_webhook(ext: &Extension, ca_bundle: Option<&[u8]>) -> MutatingWebhook {
+    let rules = CONTROLPLANE_RULES
+        .iter()
+        .map(|rule| RuleWithOperations {
+            api_groups: Some(vec![rule.group.to_owned()]),
+            api_versions: Some(vec![rule.version.to_owned()]),
+            operations: Some(OPERATIONS.iter().map(|op| (*op).to_owned()).collect()),
+            resources: Some(vec![rule.resource.to_owned()]),
+            scope: None,
+        })
+        .collect();
+    MutatingWebhook {
+        name: ext.controlplane_webhook_name(),
+        admission_review_versions: ADMISSION_REVIEW_VERSIONS
+            .iter()
+            .map(|v| (*v).to_owned())
+            .collect(),
+        client_config: WebhookClientConfig {
+            ca_bundle: ca_bundle.map(|pem| ByteString(pem.to_vec())),
+            service: Some(ServiceReference {
+                name: ext.resource_name(),
+                namespace: ext.namespace().to_owned(),
+                path: Some(CONTROLPLANE_PATH.to_owned()),
+                port: Some(i32::from(SERVICE_PORT)),
+            }),
+            url: None,
+        },
+        failure_policy: Some("Fail".to_owned()),
+        match_policy: Some("Exact".to_owned()),
+        namespace_selector: Some(LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: SHOOT_PROVIDER_LABEL.to_owned(),
+                operator: "In".to_owned(),
+                values: Some(vec![ext.provider().to_owned()]),
+            }]),
+            match_labels: None,
+        }),
+        object_selector: Some(LabelSelector {
+            match_expressions: None,
+            match_labels: Some(BTreeMap::from([(
+                MUTATED_BY_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
+        }),
+        rules: Some(rules),
+        side_effects: "None".to_owned(),
+        timeout_seconds: Some(TIMEOUT_SECONDS),
+        match_conditions: None,
+        reinvocation_policy: None,
+    }
+}
+
+/// The seed MutatingWebhookConfiguration `gardener-extension-provider-<p>`
+/// with its control-plane webhook. Carries the label that excludes it from
+/// gardenlet's webhook remediation. No owner reference: that needs the
+/// Namespace's uid and is added by the self-registration on create.
+pub fn webhook_configuration(
+    ext: &Extension,
+    ca_bundle: Option<&[u8]>,
+) -> MutatingWebhookConfiguration {
+    let mut labels = ext.common_labels();
+    labels.insert(REMEDIATION_EXCLUDE_LABEL.to_owned(), "true".to_owned());
+    MutatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            name: Some(ext.webhook_config_name()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        },
+        webhooks: Some(vec![controlplane_webhook(ext, ca_bundle)]),
+    }
+}

@@ -1,0 +1,124 @@
+//! `manifests/install.yaml` is exactly what `scion manifests` prints for the
+//! default provider. Regenerate after a change with
+//!
+//! ```text
+//! cargo run -- manifests --provider aws --namespace extension-provider-aws > manifests/install.yaml
+//! ```
+
+use std::path::Path;
+use std::process::Command;
+
+const REGENERATE: &str = "cargo run -- manifests --provider aws --namespace extension-provider-aws > manifests/install.yaml";
+
+fn scion(args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scion"));
+    cmd.args(args);
+    // flags must come from the command line only
+    for (key, _) in std::env::vars() {
+        if key.starts_with("SCION_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.output().expect("run scion")
+}
+
+#[test]
+fn checked_in_manifests_equal_the_command_output() {
+    let out = scion(&[
+        "manifests",
+        "--provider",
+        "aws",
+        "--namespace",
+        "extension-provider-aws",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/install.yaml");
+    let checked_in = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        generated == checked_in,
+        "manifests/install.yaml is stale; regenerate it with\n  {REGENERATE}"
+    );
+}
+
+#[test]
+fn kustomization_lists_the_crds_and_the_installation() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/kustomization.yaml");
+    #[derive(serde::Deserialize)]
+    struct Kustomization {
+        kind: String,
+        resources: Vec<String>,
+    }
+    let k: Kustomization = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(k.kind, "Kustomization");
+    assert_eq!(
+        k.resources,
+        [
+            "crds/controlplanes.yaml",
+            "crds/clusters.yaml",
+            "install.yaml"
+        ]
+    );
+}
+
+#[test]
+fn command_reports_bad_input_by_name() {
+    let out = scion(&["manifests", "--provider", "AWS", "--namespace", "ns"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid provider \"AWS\""), "{err}");
+
+    let out = scion(&[
+        "manifests",
+        "--provider",
+        "aws",
+        "--namespace",
+        "ns",
+        "--ca-file",
+        "/nonexistent/ca.crt",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/ca.crt"), "{err}");
+    assert!(out.stdout.is_empty(), "no partial output on error");
+}
+
+#[test]
+fn image_flag_and_env_reach_the_deployment() {
+    let out = scion(&[
+        "manifests",
+        "--provider",
+        "aws",
+        "--namespace",
+        "ns",
+        "--image",
+        "registry.example/scion:v9",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("image: registry.example/scion:v9\n"),
+        "{text}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["manifests"])
+        .env("SCION_PROVIDER", "openstack")
+        .env("SCION_NAMESPACE", "ext-os")
+        .env_remove("SCION_IMAGE")
+        .env_remove("SCION_CA_FILE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("name: controlplane.openstack.extensions.gardener.cloud\n"));
+    assert!(text.contains("namespace: ext-os\n"));
+}

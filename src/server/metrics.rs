@@ -114,6 +114,23 @@ impl Metrics {
             "notAfter of the served leaf certificate, seconds since the Unix epoch",
             cert_expiry.clone(),
         );
+        // Series that exist from the start, so rates and alerts work before
+        // the first event.
+        for outcome in [
+            Outcome::Allowed,
+            Outcome::Patched,
+            Outcome::Denied,
+            Outcome::Timeout,
+            Outcome::Error,
+            Outcome::Invalid,
+        ] {
+            drop(requests.get_or_create(&OutcomeLabel {
+                outcome: outcome.as_str(),
+            }));
+        }
+        for result in ["success", "failure"] {
+            drop(reloads.get_or_create(&ResultLabel { result }));
+        }
         Metrics {
             registry: Arc::new(Mutex::new(registry)),
             requests,

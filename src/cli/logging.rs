@@ -1,5 +1,7 @@
 //! `--log-format` and `--log-level`: the tracing subscriber of the binary.
 
+use std::io::IsTerminal as _;
+
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use tracing_subscriber::EnvFilter;
@@ -36,7 +38,8 @@ pub fn init(args: &LogArgs) -> anyhow::Result<()> {
         .map_err(|err| anyhow!("invalid --log-level {:?}: {err}", args.log_level))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let result = match args.log_format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder

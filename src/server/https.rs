@@ -13,6 +13,10 @@ use tokio_rustls::TlsAcceptor;
 
 /// A client that has not completed the TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// An HTTP/1.1 connection must deliver a request head within this; an idle
+/// keep-alive connection is closed after it (clients such as the API server
+/// reconnect transparently).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Back-off after a failed `accept` (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -32,14 +36,13 @@ pub(crate) async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
-    header_read_timeout: Duration,
 ) -> Drained {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(HEADER_READ_TIMEOUT);
     builder.http2().timer(TokioTimer::new());
     let service = TowerToHyperService::new(router);
     let mut connections = tokio::task::JoinSet::new();

@@ -286,15 +286,7 @@ impl Server {
         tracing::info!(listener = "health", addr = %addrs.health, "listening");
         tracing::info!(listener = "metrics", addr = %addrs.metrics, "listening");
         serving.store(true, Ordering::SeqCst);
-        let drained = https::serve(
-            https,
-            acceptor,
-            router,
-            shutdown,
-            config.shutdown_grace,
-            config.request_timeout,
-        )
-        .await;
+        let drained = https::serve(https, acceptor, router, shutdown, config.shutdown_grace).await;
         serving.store(false, Ordering::SeqCst);
         if drained.aborted > 0 {
             tracing::warn!(

@@ -313,6 +313,31 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn an_undeclared_oversized_body_is_cut_off_and_a_stalled_one_times_out() {
+        let soon = Instant::now() + Duration::from_secs(5);
+        let body = Body::from(vec![b' '; 2048]);
+        let err = read_body(body, &HeaderMap::new(), 1024, soon, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
+
+        let stalled =
+            Body::from_stream(futures::stream::pending::<Result<Bytes, std::io::Error>>());
+        let deadline = Instant::now() + Duration::from_millis(50);
+        let err = read_body(
+            stalled,
+            &HeaderMap::new(),
+            1024,
+            deadline,
+            Duration::from_millis(50),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.status, StatusCode::REQUEST_TIMEOUT);
+        assert!(err.message.contains("50ms"), "{}", err.message);
+    }
+
     #[test]
     fn the_answer_margin_stays_small() {
         assert_eq!(

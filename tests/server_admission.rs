@@ -132,6 +132,21 @@ async fn denials_are_admission_level_answers_naming_the_object() {
 }
 
 #[tokio::test]
+async fn a_panicking_mutator_is_denied_and_the_server_keeps_serving() {
+    let server = TestServer::start().await;
+    let mut conn = h1(&server).await;
+    let (status, _, body) = conn.review(review(V1, "uid-panic", "panic")).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let response = &json_of(&body)["response"];
+    assert_eq!(response["uid"], "uid-panic");
+    assert_eq!(response["allowed"], false);
+    assert_eq!(response["status"]["code"], 500);
+    assert_eq!(response["status"]["reason"], "InternalError");
+    let (status, _, _) = conn.review(review(V1, "uid-after", "other")).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn a_hanging_mutator_is_answered_before_the_request_timeout() {
     let server = TestServer::start_with(tempfile::tempdir().unwrap(), |c| {
         c.request_timeout = std::time::Duration::from_millis(600);

@@ -268,4 +268,14 @@ fn startup_failures_exit_non_zero_with_one_line() {
     let (code, stderr) = serve_failure(&["--provider", "nope"], dir.path());
     assert_eq!(code, Some(2));
     assert!(stderr.contains("unknown provider \"nope\""), "{stderr}");
+
+    // Flags come from SCION_* variables as well.
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .arg("serve")
+        .env("SCION_PROVIDER", "nope")
+        .env("SCION_CERT_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown provider \"nope\""));
 }

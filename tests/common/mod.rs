@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 /// Decides by the object's name: `patch-me` gets a label, `deny-me` is
 /// forbidden, `bad-object` cannot be decoded, `slow-*` sleeps 700 ms,
-/// `hang` never answers, `same` returns an equal object, anything else
+/// `hang` never answers, `panic` panics, `same` returns an equal object, anything else
 /// is unchanged.
 pub struct Scripted;
 
@@ -44,6 +44,7 @@ impl Mutator for Scripted {
                 "deny-me" => Err(Denial::Forbidden("secret cloudprovider not found".into())),
                 "bad-object" => Err(Denial::BadObject("spec.template is not an object".into())),
                 "hang" => std::future::pending().await,
+                "panic" => panic!("scripted mutator panic"),
                 name if name.starts_with("slow") => {
                     tokio::time::sleep(Duration::from_millis(700)).await;
                     Ok(Verdict::Unchanged)

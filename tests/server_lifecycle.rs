@@ -43,16 +43,30 @@ async fn shutdown_drains_in_flight_requests_and_readyz_fails_meanwhile() {
     server.begin_shutdown();
 
     // Not ready at once, while the drain is still running.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let (status, body) = http_get(server.addrs.health, "/readyz").await.unwrap();
+    let (status, body) = loop {
+        let (status, body) = http_get(server.addrs.health, "/readyz").await.unwrap();
+        if status != StatusCode::OK || started.elapsed() > Duration::from_millis(300) {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body.contains("[-]not-draining failed"), "{body}");
     assert!(server.readiness.is_draining());
     // No new connections.
+    while tokio::net::TcpStream::connect(server.addrs.https)
+        .await
+        .is_ok()
+    {
+        assert!(
+            started.elapsed() < Duration::from_millis(300),
+            "still accepting"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(
-        tokio::net::TcpStream::connect(server.addrs.https)
-            .await
-            .is_err()
+        in_flight.iter().any(|request| !request.is_finished()),
+        "the checks ran while requests were still in flight"
     );
 
     for (i, request) in in_flight.into_iter().enumerate() {

@@ -183,14 +183,14 @@ fn listening(line: &str) -> Option<(String, SocketAddr)> {
     ))
 }
 
-#[tokio::test]
-async fn the_binary_serves_and_exits_zero_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
+/// Start the binary on free loopback ports; returns it with its HTTPS and
+/// health addresses once it logged them.
+fn spawn_serve(dir: &std::path::Path) -> (std::process::Child, SocketAddr, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(["serve", "--provider", "aws", "--log-format", "json"])
         .args(["--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"])
         .args(["--metrics-listen", "127.0.0.1:0", "--cert-dir"])
-        .arg(dir.path())
+        .arg(dir)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -206,7 +206,34 @@ async fn the_binary_serves_and_exits_zero_on_sigterm() {
         }
     }
     assert!(ca_logged, "the generated CA path is logged");
-    let (https, health) = (https.unwrap(), health.unwrap());
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, https.unwrap(), health.unwrap())
+}
+
+fn sigterm(child: &std::process::Child) {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+}
+
+async fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(started.elapsed() < limit, "no exit within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_binary_serves_and_exits_zero_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, https, health) = spawn_serve(dir.path());
     let ca = std::fs::read(dir.path().join("ca.crt")).unwrap();
     let mut conn = connect(https, client_config(&[&ca], &[b"h2"]))
         .await
@@ -215,23 +242,51 @@ async fn the_binary_serves_and_exits_zero_on_sigterm() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(http_get(health, "/readyz").await.unwrap().0, StatusCode::OK);
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no exit after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    assert_eq!(status.code(), Some(0));
+    sigterm(&child);
+    assert_eq!(
+        wait_exit(&mut child, Duration::from_secs(10)).await.code(),
+        Some(0)
+    );
+}
+
+#[tokio::test]
+async fn the_binary_waits_for_a_request_in_flight_and_a_second_signal_cuts_the_drain() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, https, health) = spawn_serve(dir.path());
+    let ca = std::fs::read(dir.path().join("ca.crt")).unwrap();
+    // A request whose body is still on its way: in flight until the 8 s request timeout.
+    let tcp = tokio::net::TcpStream::connect(https).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(client_config(&[&ca], &[b"http/1.1"]));
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    tls.write_all(
+        b"POST /controlplane HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    tls.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    sigterm(&child);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "exited with a request in flight"
+    );
+    assert_eq!(
+        http_get(health, "/readyz").await.unwrap().0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+
+    sigterm(&child);
+    assert_eq!(
+        wait_exit(&mut child, Duration::from_secs(5)).await.code(),
+        Some(130)
+    );
+    let mut rest = Vec::new();
+    let _ = tls.read_to_end(&mut rest).await;
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
 }
 
 fn serve_failure(extra: &[&str], cert_dir: &std::path::Path) -> (Option<i32>, String) {

@@ -195,7 +195,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so
-/// a signal during startup is not lost.
+/// a signal during startup is not lost. A second signal during the drain
+/// exits at once with code 130.
 fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
     #[cfg(unix)]
     {
@@ -207,7 +208,18 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
                 _ = term.recv() => "SIGTERM",
                 _ = int.recv() => "SIGINT",
             };
-            tracing::info!(signal = name, "signal received");
+            tracing::info!(
+                signal = name,
+                "signal received; draining (send another to exit now)"
+            );
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                eprintln!("scion: second signal received; exiting without draining");
+                std::process::exit(130);
+            });
         })
     }
     #[cfg(not(unix))]

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
@@ -28,17 +27,6 @@ pub struct ManifestsArgs {
     /// Container image of the Deployment.
     #[arg(long, env = "SCION_IMAGE", default_value = DEFAULT_IMAGE)]
     pub image: String,
-}
-
-/// Run the subcommand; errors go to stderr with a non-zero exit code.
-pub fn main(args: ManifestsArgs) -> ExitCode {
-    match run(&args, &mut std::io::stdout().lock()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("scion manifests: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 /// Render the manifests for `args` into `out`.

@@ -1,11 +1,14 @@
 //! The command line: `scion <subcommand>`. Every flag is also settable by an
 //! environment variable `SCION_<FLAG>`.
 
+pub mod certs;
+pub mod logging;
 pub mod manifests;
+pub mod serve;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 /// scion — the control-plane part of a Gardener provider extension.
 #[derive(Debug, Parser)]
@@ -15,16 +18,51 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process; the size difference of the variants is irrelevant.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the HTTPS mutating admission webhook.
+    Serve(serve::ServeArgs),
+    /// Generate a development CA and a server certificate.
+    Certs(certs::CertsArgs),
     /// Print the installation manifests for a seed as a YAML stream.
     Manifests(manifests::ManifestsArgs),
+}
+
+/// One line for an error chain, skipping causes whose text the line already holds.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Manifests(args) => manifests::main(args),
+    let result = match cli.command {
+        Command::Serve(args) => {
+            if let Err(message) = args.validate() {
+                Cli::command()
+                    .error(clap::error::ErrorKind::InvalidValue, message)
+                    .exit();
+            }
+            serve::run(args)
+        }
+        Command::Certs(args) => certs::run(args),
+        Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("scion: error: {}", one_line(&err));
+            ExitCode::FAILURE
+        }
     }
 }

@@ -1,0 +1,317 @@
+//! `scion serve`: the HTTPS admission webhook with health and metrics listeners.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use super::logging::{self, LogArgs};
+use crate::admission::{Mutator, PassThrough};
+use crate::profile::BUILTIN_PROVIDERS;
+use crate::server::{self, Metrics, Readiness, ServerConfig};
+
+/// Run the mutating admission webhook.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Built-in provider profile (required unless --profile is given).
+    #[arg(
+        long,
+        env = "SCION_PROVIDER",
+        value_name = "NAME",
+        required_unless_present = "profile"
+    )]
+    pub provider: Option<String>,
+    /// A provider profile file instead of a built-in one.
+    #[arg(long, env = "SCION_PROFILE", value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Read Cluster, Secret and ConfigMap objects from this directory instead of a cluster.
+    #[arg(long, env = "SCION_OBJECTS_DIR", value_name = "DIR")]
+    pub objects_dir: Option<PathBuf>,
+    /// HTTPS webhook listener.
+    #[arg(long, env = "SCION_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:10250", value_parser = parse_addr)]
+    pub listen: SocketAddr,
+    /// Plain HTTP: GET /healthz, GET /readyz.
+    #[arg(long, env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
+    pub health_listen: SocketAddr,
+    /// Plain HTTP: GET /metrics.
+    #[arg(long, env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
+    pub metrics_listen: SocketAddr,
+    /// Directory of tls.crt and tls.key (a development pair is generated if both are missing).
+    #[arg(
+        long,
+        env = "SCION_CERT_DIR",
+        value_name = "DIR",
+        default_value = "certs"
+    )]
+    pub cert_dir: PathBuf,
+    /// Extra SAN for a generated certificate (repeatable).
+    #[arg(
+        long = "cert-host",
+        env = "SCION_CERT_HOST",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub cert_hosts: Vec<String>,
+    /// Every request is answered before this (keep it below the webhook's timeoutSeconds).
+    #[arg(long, env = "SCION_REQUEST_TIMEOUT", value_name = "DUR", default_value = "8s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Drain time on SIGTERM/SIGINT.
+    #[arg(long, env = "SCION_SHUTDOWN_GRACE", value_name = "DUR", default_value = "15s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+impl ServeArgs {
+    /// Checks clap cannot express: a provider name must be built in unless a
+    /// profile file is given.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.profile.is_none()
+            && let Some(provider) = &self.provider
+            && !BUILTIN_PROVIDERS.contains(&provider.as_str())
+        {
+            return Err(format!(
+                "unknown provider {provider:?} for --provider: built-in providers are {}; use --profile FILE for another",
+                BUILTIN_PROVIDERS.join(", ")
+            ));
+        }
+        if self.request_timeout.is_zero() {
+            return Err("--request-timeout must be above zero".into());
+        }
+        Ok(())
+    }
+
+    /// The server configuration these flags describe.
+    pub fn server_config(&self) -> ServerConfig {
+        ServerConfig {
+            listen: self.listen,
+            health_listen: self.health_listen,
+            metrics_listen: self.metrics_listen,
+            cert_dir: self.cert_dir.clone(),
+            cert_hosts: self.cert_hosts.clone(),
+            request_timeout: self.request_timeout,
+            shutdown_grace: self.shutdown_grace,
+            ..ServerConfig::new(&self.cert_dir)
+        }
+    }
+}
+
+/// The mutator behind `POST /controlplane`. The one place where the
+/// mutation engine is plugged in.
+fn build_mutator(_args: &ServeArgs) -> anyhow::Result<Arc<dyn Mutator>> {
+    Ok(Arc::new(PassThrough))
+}
+
+/// `:8080` means all interfaces, like Go's `--metrics-bind-address :8080`.
+fn parse_addr(value: &str) -> Result<SocketAddr, String> {
+    let full = if value.starts_with(':') {
+        format!("0.0.0.0{value}")
+    } else {
+        value.to_string()
+    };
+    full.parse()
+        .map_err(|_| format!("{value:?} is not HOST:PORT with an IP host (e.g. 0.0.0.0:10250, 127.0.0.1:0, [::]:8080, :8080)"))
+}
+
+/// A Go-style duration: `8s`, `500ms`, `2m`, `1m30s`, `1.5h`; units ns, us, µs, ms, s, m, h.
+pub fn parse_duration(value: &str) -> Result<Duration, String> {
+    let text = value.trim();
+    if text.is_empty() {
+        return Err("empty duration: use e.g. 8s, 500ms, 2m".into());
+    }
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = text;
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let number: f64 = number.parse().map_err(|_| {
+            format!("{value:?} is not a duration: expected a number before {unit:?}")
+        })?;
+        let seconds = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => {
+                return Err(format!(
+                    "{value:?} has no unit: use ns, us, ms, s, m or h (e.g. 8s)"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "{value:?} has an unknown unit {other:?}: use ns, us, ms, s, m or h"
+                ));
+            }
+        };
+        total += number * seconds;
+        rest = after;
+    }
+    Duration::try_from_secs_f64(total).map_err(|err| format!("{value:?} is out of range: {err}"))
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    logging::init(&args.log)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal().context("cannot install the signal handlers")?;
+    let mutator = build_mutator(&args)?;
+    tracing::info!(
+        provider = args.provider.as_deref().unwrap_or(""),
+        profile = ?args.profile,
+        objects_dir = ?args.objects_dir,
+        version = env!("CARGO_PKG_VERSION"),
+        "starting scion serve"
+    );
+    server::run(
+        args.server_config(),
+        mutator,
+        Readiness::new(),
+        Metrics::new(),
+        shutdown,
+    )
+    .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so
+/// a signal during startup is not lost. A second signal during the drain
+/// exits at once with code 130.
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            };
+            tracing::info!(
+                signal = name,
+                "signal received; draining (send another to exit now)"
+            );
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                eprintln!("scion: second signal received; exiting without draining");
+                std::process::exit(130);
+            });
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!(signal = "ctrl-c", "signal received");
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let mut argv = vec!["scion", "serve"];
+        argv.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(argv)?.command {
+            crate::cli::Command::Serve(args) => Ok(args),
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(parse_duration("8s"), Ok(Duration::from_secs(8)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("8").unwrap_err().contains("no unit"));
+        assert!(
+            parse_duration("8x")
+                .unwrap_err()
+                .contains("unknown unit \"x\"")
+        );
+        assert!(
+            parse_duration("s")
+                .unwrap_err()
+                .contains("expected a number")
+        );
+    }
+
+    #[test]
+    fn defaults_match_the_documented_table() {
+        let args = parse(&["--provider", "aws"]).unwrap();
+        assert_eq!(args.listen, "0.0.0.0:10250".parse().unwrap());
+        assert_eq!(args.health_listen, "0.0.0.0:8081".parse().unwrap());
+        assert_eq!(args.metrics_listen, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(args.cert_dir, PathBuf::from("certs"));
+        assert_eq!(args.request_timeout, Duration::from_secs(8));
+        assert_eq!(args.shutdown_grace, Duration::from_secs(15));
+        assert_eq!(args.log.log_format, logging::LogFormat::Text);
+        assert_eq!(args.log.log_level, "info");
+        assert!(args.validate().is_ok());
+    }
+
+    #[test]
+    fn provider_is_required_and_checked_unless_a_profile_is_given() {
+        assert!(parse(&[]).is_err());
+        let unknown = parse(&["--provider", "nope"]).unwrap();
+        assert!(unknown.validate().unwrap_err().contains("\"nope\""));
+        let custom = parse(&["--provider", "nope", "--profile", "p.yaml"]).unwrap();
+        assert!(custom.validate().is_ok());
+        let profile_only = parse(&["--profile", "p.yaml", "--objects-dir", "objs"]).unwrap();
+        assert_eq!(profile_only.objects_dir, Some(PathBuf::from("objs")));
+    }
+
+    #[test]
+    fn hosts_repeat_and_addresses_accept_a_bare_port() {
+        let args = parse(&[
+            "--provider",
+            "gcp",
+            "--cert-host",
+            "a",
+            "--cert-host",
+            "b",
+            "--metrics-listen",
+            ":9090",
+            "--request-timeout",
+            "500ms",
+        ])
+        .unwrap();
+        assert_eq!(args.cert_hosts, ["a", "b"]);
+        assert_eq!(args.metrics_listen, "0.0.0.0:9090".parse().unwrap());
+        assert_eq!(
+            args.server_config().request_timeout,
+            Duration::from_millis(500)
+        );
+        assert!(parse(&["--provider", "aws", "--listen", "localhost"]).is_err());
+        assert!(parse(&["--provider", "aws", "--log-format", "xml"]).is_err());
+    }
+}

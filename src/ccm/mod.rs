@@ -147,3 +147,49 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
     }
     Ok(Rendered { objects, requeue })
 }
+
+/// The objects scion owns for `cp`, in deletion order: the Deployment first (the
+/// CCM stops), the cloud config last. Only the identities are filled in.
+pub fn deletion_order(cp: &ControlPlane, spec: &CcmSpec) -> Vec<DesiredObject> {
+    let (group, version, kind, plural) = objects::DEPLOYMENT;
+    let deployment = DesiredObject {
+        group,
+        version,
+        kind,
+        plural,
+        name: CCM_NAME.to_string(),
+        namespace: cp.namespace().to_string(),
+        object: Value::Null,
+    };
+    vec![
+        deployment,
+        objects::vpa(cp, spec),
+        objects::pod_disruption_budget(cp),
+        objects::service(cp, spec),
+        objects::shoot_access_secret(cp),
+        objects::cloud_config(cp, spec.cloud_config.kind, &Default::default()).object,
+    ]
+}
+
+/// The objects as a YAML stream (`---` before each document), as `scion render`
+/// prints them.
+pub fn to_yaml_stream(objects: &[DesiredObject]) -> Result<String, String> {
+    let mut out = String::new();
+    for obj in objects {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&obj.object).map_err(|e| e.to_string())?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// The objects as a pretty-printed `v1/List`.
+pub fn to_json_list(objects: &[DesiredObject]) -> String {
+    let items: Vec<&Value> = objects.iter().map(|o| &o.object).collect();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let mut text = serde_json::to_string_pretty(&list).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -232,6 +232,11 @@ pub fn desired_hash(object: &Value) -> String {
         .and_then(Value::as_object_mut)
     {
         annotations.remove(DESIRED_HASH_ANNOTATION);
+        if annotations.is_empty()
+            && let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("annotations");
+        }
     }
     let bytes = serde_json::to_vec(&canonical(&copy)).unwrap_or_default();
     Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()

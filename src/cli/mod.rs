@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod render;
+
 /// scion — the control-plane part of a Gardener provider extension.
 #[derive(Debug, Parser)]
 #[command(name = "scion", version, about, long_about = None)]
@@ -14,10 +16,18 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
+    Render(render::RenderArgs),
+}
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Render(args) => render::run(args).unwrap_or_else(|e| {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }),
+    }
 }

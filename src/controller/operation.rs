@@ -1,0 +1,162 @@
+//! Pure decisions of the reconciler (Gardener's predicates, operation annotation
+//! wrapper and operation type resolution, §4.2–4.3).
+
+use crate::ccm::ControlPlane;
+use crate::state::ShootContext;
+
+/// Annotation gardenlet uses to request operations.
+pub const OPERATION_ANNOTATION: &str = "gardener.cloud/operation";
+/// Finalizer scion puts on ControlPlanes.
+pub const FINALIZER: &str = "extensions.gardener.cloud/controlplane";
+/// Shoot annotation that allows skipping the waits on delete.
+pub const FORCE_DELETION_ANNOTATION: &str = "confirmation.gardener.cloud/force-deletion";
+
+/// `lastOperation.type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationType {
+    Create,
+    Reconcile,
+    Delete,
+    Migrate,
+    Restore,
+}
+
+impl OperationType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "Create",
+            Self::Reconcile => "Reconcile",
+            Self::Delete => "Delete",
+            Self::Migrate => "Migrate",
+            Self::Restore => "Restore",
+        }
+    }
+
+    /// Gardener's status texts: (processing, success, error prefix).
+    pub fn texts(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Self::Create | Self::Reconcile => (
+                "Reconciling the ControlPlane",
+                "Successfully reconciled ControlPlane",
+                "Error reconciling ControlPlane",
+            ),
+            Self::Delete => (
+                "Deleting the ControlPlane",
+                "Successfully deleted ControlPlane",
+                "Error deleting ControlPlane",
+            ),
+            Self::Migrate => (
+                "Migrating the ControlPlane",
+                "Successfully migrated ControlPlane",
+                "Error migrating ControlPlane",
+            ),
+            Self::Restore => (
+                "Restoring the ControlPlane",
+                "Successfully restored ControlPlane",
+                "Error restoring ControlPlane",
+            ),
+        }
+    }
+}
+
+/// What the reconciler does with an object before any API call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Not ours: other type or class.
+    NotResponsible,
+    /// `gardener.cloud/operation: wait-for-state`.
+    WaitForState,
+    /// Go on; `remove_reconcile_annotation` tells whether the `reconcile`
+    /// annotation must be removed first.
+    Proceed { remove_reconcile_annotation: bool },
+}
+
+/// Type, class and operation-annotation gate (HasType, HasClass, the operation
+/// annotation wrapper).
+pub fn gate(cp: &ControlPlane, provider: &str, classes: &[String]) -> Gate {
+    if cp.spec.type_ != provider || !classes.iter().any(|c| c == cp.class()) {
+        return Gate::NotResponsible;
+    }
+    match operation_annotation(cp) {
+        Some("wait-for-state") => Gate::WaitForState,
+        Some("reconcile") => Gate::Proceed {
+            remove_reconcile_annotation: true,
+        },
+        _ => Gate::Proceed {
+            remove_reconcile_annotation: false,
+        },
+    }
+}
+
+/// The `gardener.cloud/operation` annotation, if set.
+pub fn operation_annotation(cp: &ControlPlane) -> Option<&str> {
+    cp.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(OPERATION_ANNOTATION))
+        .map(String::as_str)
+}
+
+/// `ShootNotFailedPredicate` / reconciler step 3.
+pub fn shoot_failed(shoot: &ShootContext) -> bool {
+    shoot
+        .last_operation
+        .as_ref()
+        .is_some_and(|op| op.state == "Failed")
+}
+
+/// Operation type resolution (first match wins). `annotation` is the operation
+/// annotation after the `reconcile` value was consumed.
+pub fn operation_type(cp: &ControlPlane, annotation: Option<&str>) -> OperationType {
+    let last = cp.status.as_ref().and_then(|s| s.last_operation.as_ref());
+    if annotation == Some("migrate") {
+        return OperationType::Migrate;
+    }
+    if cp.metadata.deletion_timestamp.is_some() {
+        return OperationType::Delete;
+    }
+    if annotation == Some("restore") {
+        return OperationType::Restore;
+    }
+    let Some(last) = last else {
+        return OperationType::Create;
+    };
+    match last.type_.as_str() {
+        "Create" if last.state != "Succeeded" => OperationType::Create,
+        "Migrate" if last.state != "Succeeded" => OperationType::Migrate,
+        "Restore" if last.state != "Succeeded" => OperationType::Restore,
+        _ => OperationType::Reconcile,
+    }
+}
+
+/// `ShouldSkipOperation`: a successfully migrated object is left alone until it
+/// is migrated again or restored.
+pub fn should_skip(cp: &ControlPlane, op: OperationType) -> bool {
+    let migrated = cp
+        .status
+        .as_ref()
+        .and_then(|s| s.last_operation.as_ref())
+        .is_some_and(|l| l.type_ == "Migrate" && l.state == "Succeeded");
+    migrated && !matches!(op, OperationType::Migrate | OperationType::Restore)
+}
+
+/// Whether a full operation (finalizer, status, apply) is due, as opposed to a
+/// silent drift check: an operation annotation, a deletion, an unfinished or
+/// failed last operation, or a generation not yet observed (Gardener's default
+/// predicate plus its generation-changed predicate).
+pub fn needs_operation(cp: &ControlPlane, annotation: Option<&str>) -> bool {
+    let status = cp.status.as_ref();
+    let last = status.and_then(|s| s.last_operation.as_ref());
+    annotation.is_some_and(|a| matches!(a, "reconcile" | "restore" | "migrate"))
+        || cp.metadata.deletion_timestamp.is_some()
+        || last.is_none_or(|l| l.state != "Succeeded")
+        || status.and_then(|s| s.observed_generation) != cp.metadata.generation
+}
+
+/// Whether the ControlPlane carries our finalizer.
+pub fn has_finalizer(cp: &ControlPlane) -> bool {
+    cp.metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|x| x == FINALIZER))
+}

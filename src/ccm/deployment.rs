@@ -41,7 +41,10 @@ fn uses_workload_identity(credentials: Option<&ObjectData>) -> bool {
         if labels.get(WORKLOAD_IDENTITY_LABEL.0).map(String::as_str) == Some(WORKLOAD_IDENTITY_LABEL.1))
 }
 
-pub(super) fn deployment(input: &DeploymentInput<'_>, spec: &CcmSpec) -> Result<DesiredObject, RenderError> {
+pub(super) fn deployment(
+    input: &DeploymentInput<'_>,
+    spec: &CcmSpec,
+) -> Result<DesiredObject, RenderError> {
     let cp = input.render.cp;
     let shoot = input.render.shoot;
     let namespace = cp.namespace();
@@ -86,7 +89,8 @@ pub(super) fn deployment(input: &DeploymentInput<'_>, spec: &CcmSpec) -> Result<
         }
     }
 
-    let mut mounts = vec![json!({"name": "kubeconfig", "mountPath": KUBECONFIG_DIR, "readOnly": true})];
+    let mut mounts =
+        vec![json!({"name": "kubeconfig", "mountPath": KUBECONFIG_DIR, "readOnly": true})];
     let mut volumes = vec![json!({
         "name": "kubeconfig",
         "projected": {
@@ -99,7 +103,9 @@ pub(super) fn deployment(input: &DeploymentInput<'_>, spec: &CcmSpec) -> Result<
     })];
     if let Some(server) = &spec.serving_secret {
         mounts.push(json!({"name": "cloud-controller-manager-server", "mountPath": SERVER_DIR}));
-        volumes.push(json!({"name": "cloud-controller-manager-server", "secret": {"secretName": server}}));
+        volumes.push(
+            json!({"name": "cloud-controller-manager-server", "secret": {"secretName": server}}),
+        );
     }
     if let Some(mount) = &spec.credentials_mount {
         let (path, key) = if wi {
@@ -117,8 +123,12 @@ pub(super) fn deployment(input: &DeploymentInput<'_>, spec: &CcmSpec) -> Result<
     }
     mounts.push(json!({"name": CLOUD_CONFIG_NAME, "mountPath": CLOUD_CONFIG_DIR}));
     volumes.push(match spec.cloud_config.kind {
-        CloudConfigKind::ConfigMap => json!({"name": CLOUD_CONFIG_NAME, "configMap": {"name": CLOUD_CONFIG_NAME}}),
-        CloudConfigKind::Secret => json!({"name": CLOUD_CONFIG_NAME, "secret": {"secretName": CLOUD_CONFIG_NAME}}),
+        CloudConfigKind::ConfigMap => {
+            json!({"name": CLOUD_CONFIG_NAME, "configMap": {"name": CLOUD_CONFIG_NAME}})
+        }
+        CloudConfigKind::Secret => {
+            json!({"name": CLOUD_CONFIG_NAME, "secret": {"secretName": CLOUD_CONFIG_NAME}})
+        }
     });
     for host in &spec.host_path_mounts {
         mounts.push(json!({"name": host.name, "mountPath": host.path, "readOnly": true}));
@@ -165,7 +175,10 @@ pub(super) fn deployment(input: &DeploymentInput<'_>, spec: &CcmSpec) -> Result<
         format!("checksum/secret-{secret_name}"),
         checksum::secret_checksum(input.secret_data),
     );
-    annotations.insert(input.config_annotation.to_string(), input.config_checksum.to_string());
+    annotations.insert(
+        input.config_annotation.to_string(),
+        input.config_checksum.to_string(),
+    );
 
     let mut pod_labels: BTreeMap<String, String> = [
         ("gardener.cloud/role", "controlplane"),
@@ -173,7 +186,10 @@ pub(super) fn deployment(input: &DeploymentInput<'_>, spec: &CcmSpec) -> Result<
         ("role", CCM_NAME),
         ("networking.gardener.cloud/to-dns", "allowed"),
         ("networking.gardener.cloud/to-public-networks", "allowed"),
-        ("networking.resources.gardener.cloud/to-kube-apiserver-tcp-443", "allowed"),
+        (
+            "networking.resources.gardener.cloud/to-kube-apiserver-tcp-443",
+            "allowed",
+        ),
         ("maintenance.gardener.cloud/restart", "true"),
     ]
     .into_iter()
@@ -232,7 +248,10 @@ fn expand_arg(
     let cp = input.render.cp;
     match builtin {
         ArgBuiltin::ClusterCidr => {
-            args.push(format!("--cluster-cidr={}", input.render.shoot.pod_cidrs().join(",")));
+            args.push(format!(
+                "--cluster-cidr={}",
+                input.render.shoot.pod_cidrs().join(",")
+            ));
         }
         ArgBuiltin::ClusterName => args.push(format!("--cluster-name={}", cp.namespace())),
         ArgBuiltin::FeatureGates => {
@@ -242,7 +261,11 @@ fn expand_arg(
             }
         }
         ArgBuiltin::Kubeconfigs => {
-            for flag in ["kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"] {
+            for flag in [
+                "kubeconfig",
+                "authentication-kubeconfig",
+                "authorization-kubeconfig",
+            ] {
                 args.push(format!("--{flag}={KUBECONFIG_DIR}/kubeconfig"));
             }
         }
@@ -253,7 +276,10 @@ fn expand_arg(
                 args.push(format!("--tls-cert-file={SERVER_DIR}/tls.crt"));
                 args.push(format!("--tls-private-key-file={SERVER_DIR}/tls.key"));
             }
-            args.push(format!("--tls-cipher-suites={}", TLS_CIPHER_SUITES.join(",")));
+            args.push(format!(
+                "--tls-cipher-suites={}",
+                TLS_CIPHER_SUITES.join(",")
+            ));
         }
         ArgBuiltin::AwsControllers => {
             if super::cloudconfig::aws_lacks_load_balancer_subnets(cp) {
@@ -261,7 +287,10 @@ fn expand_arg(
             }
         }
         ArgBuiltin::OpenstackUserAgents => {
-            for agent in openstack_user_agents(input.secret_data, input.render.shoot.technical_id.as_deref()) {
+            for agent in openstack_user_agents(
+                input.secret_data,
+                input.render.shoot.technical_id.as_deref(),
+            ) {
                 args.push(format!("--user-agent={agent}"));
             }
         }

@@ -8,13 +8,16 @@ pub mod cloudconfig;
 mod deployment;
 mod objects;
 pub mod spec;
+mod spec_entries;
 pub mod types;
 
 use serde_json::Value;
 
 pub use objects::{DESIRED_HASH_ANNOTATION, desired_hash};
 pub use spec::{CcmSpec, SpecError, builtin_spec};
-pub use types::{Cluster, ControlPlane, ControlPlaneSpec, ControlPlaneStatus, LastError, LastOperation};
+pub use types::{
+    Cluster, ControlPlane, ControlPlaneSpec, ControlPlaneStatus, LastError, LastOperation,
+};
 
 use crate::state::{ObjectData, ShootContext};
 
@@ -31,8 +34,13 @@ pub const WORKLOAD_IDENTITY_LABEL: (&str, &str) = (
 pub enum RenderError {
     #[error(transparent)]
     Spec(#[from] SpecError),
-    #[error("could not determine subnet from infrastructureProviderStatus of controlplane '{controlplane}': {reason}")]
-    InfrastructureStatus { controlplane: String, reason: String },
+    #[error(
+        "could not determine subnet from infrastructureProviderStatus of controlplane '{controlplane}': {reason}"
+    )]
+    InfrastructureStatus {
+        controlplane: String,
+        reason: String,
+    },
     #[error("invalid providerConfig of controlplane '{controlplane}': {field}: {reason}")]
     ProviderConfig {
         controlplane: String,

@@ -44,7 +44,12 @@ pub(super) const DEPLOYMENT: (&str, &str, &str, &str) = ("apps", "v1", "Deployme
 const CONFIG_MAP: (&str, &str, &str, &str) = ("", "v1", "ConfigMap", "configmaps");
 const SECRET: (&str, &str, &str, &str) = ("", "v1", "Secret", "secrets");
 const SERVICE: (&str, &str, &str, &str) = ("", "v1", "Service", "services");
-const PDB: (&str, &str, &str, &str) = ("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets");
+const PDB: (&str, &str, &str, &str) = (
+    "policy",
+    "v1",
+    "PodDisruptionBudget",
+    "poddisruptionbudgets",
+);
 const VPA: (&str, &str, &str, &str) = (
     "autoscaling.k8s.io",
     "v1",
@@ -239,14 +244,18 @@ pub fn desired_hash(object: &Value) -> String {
         }
     }
     let bytes = serde_json::to_vec(&canonical(&copy)).unwrap_or_default();
-    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Keys sorted at every level, whatever map order serde_json was built with.
 fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> = map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
             json!(sorted)
         }
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),

@@ -48,7 +48,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         .controlplane
         .split_once('/')
         .filter(|(ns, n)| !ns.is_empty() && !n.is_empty())
-        .with_context(|| format!("--controlplane {:?} is not NAMESPACE/NAME", args.controlplane))?;
+        .with_context(|| {
+            format!(
+                "--controlplane {:?} is not NAMESPACE/NAME",
+                args.controlplane
+            )
+        })?;
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
     let spec = ccm::builtin_spec(&args.provider)?;
     let text = render_text(
@@ -67,9 +72,17 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Render and format; the part of the command that needs no files.
-pub fn render_text(input: &RenderInput<'_>, spec: &ccm::CcmSpec, output: Output) -> anyhow::Result<String> {
+pub fn render_text(
+    input: &RenderInput<'_>,
+    spec: &ccm::CcmSpec,
+    output: Output,
+) -> anyhow::Result<String> {
     let rendered = ccm::render(input, spec).with_context(|| {
-        format!("rendering ControlPlane {}/{}", input.cp.namespace(), input.cp.name())
+        format!(
+            "rendering ControlPlane {}/{}",
+            input.cp.namespace(),
+            input.cp.name()
+        )
     })?;
     Ok(match output {
         Output::Yaml => ccm::to_yaml_stream(&rendered.objects).map_err(anyhow::Error::msg)?,
@@ -120,19 +133,25 @@ pub fn find_controlplane(dir: &Path, namespace: &str, name: &str) -> anyhow::Res
     collect_files(dir, &mut files).with_context(|| format!("reading {}", dir.display()))?;
     files.sort();
     for file in files {
-        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
         let docs: Vec<Value> = if file.extension().is_some_and(|e| e == "json") {
-            vec![serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?]
+            vec![
+                serde_json::from_str(&text)
+                    .with_context(|| format!("parsing {}", file.display()))?,
+            ]
         } else {
-            serde_saphyr::from_multiple(&text).with_context(|| format!("parsing {}", file.display()))?
+            serde_saphyr::from_multiple(&text)
+                .with_context(|| format!("parsing {}", file.display()))?
         };
         for doc in docs {
             let is_match = doc.get("kind").and_then(Value::as_str) == Some("ControlPlane")
                 && doc.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace)
                 && doc.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
             if is_match {
-                return serde_json::from_value(doc)
-                    .with_context(|| format!("ControlPlane {namespace}/{name} in {}", file.display()));
+                return serde_json::from_value(doc).with_context(|| {
+                    format!("ControlPlane {namespace}/{name} in {}", file.display())
+                });
             }
         }
     }

@@ -34,10 +34,12 @@ pub enum Applied {
 /// hash, or no longer contains every field scion sets (drift).
 pub async fn ensure(client: &kube::Client, obj: &DesiredObject) -> Result<Applied, Error> {
     let api = api(client, obj);
-    let live = api
-        .get_opt(&obj.name)
-        .await
-        .map_err(|e| Error::kube(format!("get {} {}/{}", obj.kind, obj.namespace, obj.name), e))?;
+    let live = api.get_opt(&obj.name).await.map_err(|e| {
+        Error::kube(
+            format!("get {} {}/{}", obj.kind, obj.namespace, obj.name),
+            e,
+        )
+    })?;
     if let Some(live) = live {
         let live = serde_json::to_value(&live).unwrap_or(Value::Null);
         let same_hash = live
@@ -54,7 +56,12 @@ pub async fn ensure(client: &kube::Client, obj: &DesiredObject) -> Result<Applie
     let params = PatchParams::apply(FIELD_MANAGER).force();
     api.patch(&obj.name, &params, &Patch::Apply(&obj.object))
         .await
-        .map_err(|e| Error::kube(format!("apply {} {}/{}", obj.kind, obj.namespace, obj.name), e))?;
+        .map_err(|e| {
+            Error::kube(
+                format!("apply {} {}/{}", obj.kind, obj.namespace, obj.name),
+                e,
+            )
+        })?;
     Ok(Applied::Written)
 }
 
@@ -88,7 +95,9 @@ pub async fn delete_in_order(
             Err(kube::Error::Api(status)) if status.code == 404 => continue,
             Err(e) => return Err(Error::kube(format!("delete {what}"), e)),
         }
-        let Some((timeout, interval)) = wait else { continue };
+        let Some((timeout, interval)) = wait else {
+            continue;
+        };
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let live = api
@@ -108,4 +117,29 @@ pub async fn delete_in_order(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains;
+    use serde_json::json;
+
+    #[test]
+    fn live_with_server_defaults_contains_desired() {
+        let desired = json!({"spec": {"ports": [{"port": 1}], "a": "x"}});
+        let live = json!({"spec": {"ports": [{"port": 1, "protocol": "TCP"}], "a": "x", "b": 2}, "status": {}});
+        assert!(contains(&live, &desired));
+        assert!(!contains(
+            &json!({"spec": {"ports": [{"port": 2}], "a": "x"}}),
+            &desired
+        ));
+        assert!(!contains(
+            &json!({"spec": {"ports": [{"port": 1}, {"port": 3}], "a": "x"}}),
+            &desired
+        ));
+        assert!(!contains(
+            &json!({"spec": {"ports": [{"port": 1}]}}),
+            &desired
+        ));
+    }
 }

@@ -45,7 +45,10 @@ pub async fn run_with_leader_election(
                 () = &mut shutdown => break Ok(()),
             }
         }
-        tracing::info!(lease = lease_name, "acquired leadership, starting the ControlPlane controller");
+        tracing::info!(
+            lease = lease_name,
+            "acquired leadership, starting the ControlPlane controller"
+        );
         let (stop, stopped) = oneshot::channel::<()>();
         let controller = tokio::spawn(reconcile::run(ctx.clone(), async move {
             let _ = stopped.await;

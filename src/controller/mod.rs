@@ -106,7 +106,9 @@ pub enum Error {
     State(#[from] StateError),
     #[error(transparent)]
     Render(#[from] RenderError),
-    #[error("{object} still exists after waiting {waited:?} for its deletion (finalizers: {finalizers:?})")]
+    #[error(
+        "{object} still exists after waiting {waited:?} for its deletion (finalizers: {finalizers:?})"
+    )]
     DeletionBlocked {
         object: String,
         waited: Duration,

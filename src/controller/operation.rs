@@ -160,3 +160,145 @@ pub fn has_finalizer(cp: &ControlPlane) -> bool {
         .as_ref()
         .is_some_and(|f| f.iter().any(|x| x == FINALIZER))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ccm::{ControlPlaneStatus, LastOperation as CpLastOperation};
+
+    fn cp(
+        last: Option<(&str, &str)>,
+        deleting: bool,
+        generation: i64,
+        observed: Option<i64>,
+    ) -> ControlPlane {
+        let mut cp = ControlPlane::default();
+        cp.spec.type_ = "aws".into();
+        cp.metadata.generation = Some(generation);
+        if deleting {
+            cp.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+        }
+        cp.status = Some(ControlPlaneStatus {
+            last_operation: last.map(|(t, s)| CpLastOperation {
+                type_: t.into(),
+                state: s.into(),
+                ..Default::default()
+            }),
+            observed_generation: observed,
+            ..Default::default()
+        });
+        cp
+    }
+
+    #[test]
+    fn operation_type_first_match_wins() {
+        use OperationType::*;
+        let cases = [
+            (cp(None, true, 1, None), Some("migrate"), Migrate),
+            (cp(None, true, 1, None), Some("restore"), Delete),
+            (
+                cp(Some(("Reconcile", "Succeeded")), false, 1, Some(1)),
+                Some("restore"),
+                Restore,
+            ),
+            (cp(None, false, 1, None), None, Create),
+            (
+                cp(Some(("Create", "Error")), false, 1, Some(1)),
+                None,
+                Create,
+            ),
+            (
+                cp(Some(("Create", "Succeeded")), false, 1, Some(1)),
+                None,
+                Reconcile,
+            ),
+            (
+                cp(Some(("Migrate", "Processing")), false, 1, Some(1)),
+                None,
+                Migrate,
+            ),
+            (
+                cp(Some(("Restore", "Error")), false, 1, Some(1)),
+                None,
+                Restore,
+            ),
+            (
+                cp(Some(("Reconcile", "Error")), false, 1, Some(1)),
+                None,
+                Reconcile,
+            ),
+            (
+                cp(Some(("Delete", "Error")), false, 1, Some(1)),
+                None,
+                Reconcile,
+            ),
+        ];
+        for (i, (cp, annotation, want)) in cases.into_iter().enumerate() {
+            assert_eq!(operation_type(&cp, annotation), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn skip_after_successful_migration_unless_migrate_or_restore() {
+        let migrated = cp(Some(("Migrate", "Succeeded")), false, 1, Some(1));
+        assert!(should_skip(&migrated, OperationType::Reconcile));
+        assert!(should_skip(&migrated, OperationType::Delete));
+        assert!(!should_skip(&migrated, OperationType::Restore));
+        assert!(!should_skip(&migrated, OperationType::Migrate));
+        assert!(!should_skip(
+            &cp(Some(("Migrate", "Error")), false, 1, Some(1)),
+            OperationType::Reconcile
+        ));
+    }
+
+    #[test]
+    fn operation_due_only_when_requested_or_unfinished() {
+        let done = cp(Some(("Reconcile", "Succeeded")), false, 2, Some(2));
+        assert!(!needs_operation(&done, None));
+        assert!(needs_operation(&done, Some("reconcile")));
+        assert!(!needs_operation(&done, Some("wait-for-state")));
+        assert!(needs_operation(
+            &cp(Some(("Reconcile", "Succeeded")), false, 3, Some(2)),
+            None
+        ));
+        assert!(needs_operation(
+            &cp(Some(("Reconcile", "Error")), false, 2, Some(2)),
+            None
+        ));
+        assert!(needs_operation(&cp(None, false, 1, None), None));
+        assert!(needs_operation(
+            &cp(Some(("Reconcile", "Succeeded")), true, 2, Some(2)),
+            None
+        ));
+    }
+
+    #[test]
+    fn gate_filters_type_class_and_annotation() {
+        let classes = vec!["shoot".to_string()];
+        let mut c = cp(None, false, 1, None);
+        assert_eq!(
+            gate(&c, "aws", &classes),
+            Gate::Proceed {
+                remove_reconcile_annotation: false
+            }
+        );
+        assert_eq!(gate(&c, "gcp", &classes), Gate::NotResponsible);
+        c.spec.class = Some("garden".into());
+        assert_eq!(gate(&c, "aws", &classes), Gate::NotResponsible);
+        c.spec.class = None;
+        let annotations = c.metadata.annotations.get_or_insert_with(Default::default);
+        annotations.insert(OPERATION_ANNOTATION.into(), "wait-for-state".into());
+        assert_eq!(gate(&c, "aws", &classes), Gate::WaitForState);
+        let annotations = c.metadata.annotations.get_or_insert_with(Default::default);
+        annotations.insert(OPERATION_ANNOTATION.into(), "reconcile".into());
+        assert_eq!(
+            gate(&c, "aws", &classes),
+            Gate::Proceed {
+                remove_reconcile_annotation: true
+            }
+        );
+    }
+}

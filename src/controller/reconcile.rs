@@ -77,8 +77,16 @@ pub async fn reconcile(cp: Arc<ControlPlane>, ctx: Arc<Context>) -> Result<Actio
 }
 
 async fn reconcile_inner(cp: &ControlPlane, ctx: &Context) -> Result<Action, Error> {
-    let namespace = cp.metadata.namespace.as_deref().ok_or(Error::Malformed("namespace"))?;
-    let name = cp.metadata.name.as_deref().ok_or(Error::Malformed("name"))?;
+    let namespace = cp
+        .metadata
+        .namespace
+        .as_deref()
+        .ok_or(Error::Malformed("namespace"))?;
+    let name = cp
+        .metadata
+        .name
+        .as_deref()
+        .ok_or(Error::Malformed("name"))?;
     let api: Api<ControlPlane> = Api::namespaced(ctx.client.clone(), namespace);
 
     let mut annotation = operation::operation_annotation(cp);
@@ -120,7 +128,11 @@ async fn reconcile_inner(cp: &ControlPlane, ctx: &Context) -> Result<Action, Err
 }
 
 /// Render and ensure every object; the action says when to look again.
-async fn apply_desired(cp: &ControlPlane, shoot: &ShootContext, ctx: &Context) -> Result<Action, Error> {
+async fn apply_desired(
+    cp: &ControlPlane,
+    shoot: &ShootContext,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let namespace = cp.namespace();
     let secret_ns = cp.spec.secret_ref.namespace.as_deref().unwrap_or(namespace);
     let credentials = ctx
@@ -174,7 +186,12 @@ async fn apply_operation(
     patch_status(api, name, &status::processing(op, &(ctx.now)())).await?;
     match apply_desired(cp, shoot, ctx).await {
         Ok(action) => {
-            patch_status(api, name, &status::succeeded(op, cp.metadata.generation, &(ctx.now)())).await?;
+            patch_status(
+                api,
+                name,
+                &status::succeeded(op, cp.metadata.generation, &(ctx.now)()),
+            )
+            .await?;
             if op == OperationType::Restore && action != Action::requeue(REQUEUE_AFTER) {
                 remove_operation_annotation(api, name).await?;
             }
@@ -205,19 +222,34 @@ async fn delete(
     if let Err(e) = apply::delete_in_order(&ctx.client, &objects, wait).await {
         return Err(report_error(api, cp, ctx, op, e).await);
     }
-    patch_status(api, name, &status::succeeded(op, cp.metadata.generation, &(ctx.now)())).await?;
+    patch_status(
+        api,
+        name,
+        &status::succeeded(op, cp.metadata.generation, &(ctx.now)()),
+    )
+    .await?;
     remove_finalizer(api, cp).await?;
     Ok(Action::await_change())
 }
 
 /// Migrate keeps the CCM objects (the shoot's own leader election keeps two CCMs
 /// apart) and drops every finalizer and the operation annotation.
-async fn migrate(api: &Api<ControlPlane>, cp: &ControlPlane, ctx: &Context) -> Result<Action, Error> {
+async fn migrate(
+    api: &Api<ControlPlane>,
+    cp: &ControlPlane,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let op = OperationType::Migrate;
     let name = cp.name();
     patch_status(api, name, &status::processing(op, &(ctx.now)())).await?;
-    patch_status(api, name, &status::succeeded(op, cp.metadata.generation, &(ctx.now)())).await?;
-    let body = json!({"metadata": {"finalizers": null, "annotations": {OPERATION_ANNOTATION: null}}});
+    patch_status(
+        api,
+        name,
+        &status::succeeded(op, cp.metadata.generation, &(ctx.now)()),
+    )
+    .await?;
+    let body =
+        json!({"metadata": {"finalizers": null, "annotations": {OPERATION_ANNOTATION: null}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
         .await
         .map_err(|e| Error::kube(format!("remove finalizers of ControlPlane {}", key(cp)), e))?;
@@ -225,7 +257,13 @@ async fn migrate(api: &Api<ControlPlane>, cp: &ControlPlane, ctx: &Context) -> R
 }
 
 /// Write the Error status (best effort, as Gardener does) and hand back the cause.
-async fn report_error(api: &Api<ControlPlane>, cp: &ControlPlane, ctx: &Context, op: OperationType, err: Error) -> Error {
+async fn report_error(
+    api: &Api<ControlPlane>,
+    cp: &ControlPlane,
+    ctx: &Context,
+    op: OperationType,
+    err: Error,
+) -> Error {
     let body = status::error(op, cp.metadata.generation, &err.to_string(), &(ctx.now)());
     if let Err(e) = patch_status(api, cp.name(), &body).await {
         tracing::warn!(controlplane = %key(cp), error = %e, "could not write the error status");
@@ -244,7 +282,12 @@ async fn remove_operation_annotation(api: &Api<ControlPlane>, name: &str) -> Res
     let body = json!({"metadata": {"annotations": {OPERATION_ANNOTATION: null}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
         .await
-        .map_err(|e| Error::kube(format!("remove operation annotation of ControlPlane {name}"), e))?;
+        .map_err(|e| {
+            Error::kube(
+                format!("remove operation annotation of ControlPlane {name}"),
+                e,
+            )
+        })?;
     Ok(())
 }
 
@@ -277,7 +320,12 @@ async fn remove_finalizer(api: &Api<ControlPlane>, cp: &ControlPlane) -> Result<
     json_patch_cp(api, cp, ops, "remove finalizer from").await
 }
 
-async fn json_patch_cp(api: &Api<ControlPlane>, cp: &ControlPlane, ops: Value, what: &str) -> Result<(), Error> {
+async fn json_patch_cp(
+    api: &Api<ControlPlane>,
+    cp: &ControlPlane,
+    ops: Value,
+    what: &str,
+) -> Result<(), Error> {
     let patch: json_patch::Patch = serde_json::from_value(ops)
         .map_err(|e| Error::Leader(format!("internal: invalid JSON patch: {e}")))?;
     api.patch::<ControlPlane>(cp.name(), &PatchParams::default(), &Patch::Json(patch))

@@ -49,9 +49,8 @@ pub fn error(op: OperationType, generation: Option<i64>, err: &str, now: &str) -
 
 /// The current time as Kubernetes writes it (RFC 3339, seconds, UTC).
 pub fn now_rfc3339() -> String {
-    let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::now(),
-    );
+    let time =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     match serde_json::to_value(time) {
         Ok(Value::String(s)) => s,
         _ => String::new(),

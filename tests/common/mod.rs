@@ -1,6 +1,8 @@
 //! Fixtures shared by the CCM and controller tests.
 #![allow(dead_code)]
 
+pub mod mock;
+
 use std::collections::BTreeMap;
 
 use scion::ccm::ControlPlane;
@@ -11,7 +13,11 @@ pub const NS: &str = "shoot--foo--bar";
 
 pub fn shoot(ip_families: &[&str], hibernated: bool) -> ShootContext {
     let ipv6 = ip_families.contains(&"IPv6") && !ip_families.contains(&"IPv4");
-    let pods = if ipv6 { "2001:db8:1::/48" } else { "100.96.0.0/11" };
+    let pods = if ipv6 {
+        "2001:db8:1::/48"
+    } else {
+        "100.96.0.0/11"
+    };
     let mut networking = Networking {
         ip_families: ip_families.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
@@ -42,7 +48,9 @@ pub fn shoot(ip_families: &[&str], hibernated: bool) -> ShootContext {
         technical_id: Some(NS.into()),
         deletion_timestamp: None,
         seed_provider_type: Some("aws".into()),
-        cloud_profile_config: Some(json!({"keystoneURL": "https://keystone.example.com/v3/", "requestTimeout": "60s"})),
+        cloud_profile_config: Some(
+            json!({"keystoneURL": "https://keystone.example.com/v3/", "requestTimeout": "60s"}),
+        ),
     }
 }
 
@@ -125,7 +133,10 @@ pub fn aws_static_secret() -> ObjectData {
         &[
             ("accessKeyID", "AKIAEXAMPLE"),
             ("secretAccessKey", "secret"),
-            ("credentialsFile", "[default]\naws_access_key_id=AKIAEXAMPLE\n"),
+            (
+                "credentialsFile",
+                "[default]\naws_access_key_id=AKIAEXAMPLE\n",
+            ),
         ],
         &[],
     )
@@ -135,10 +146,16 @@ pub fn aws_wi_secret() -> ObjectData {
     secret(
         &[
             ("roleARN", "arn:aws:iam::123456789012:role/shoot"),
-            ("workloadIdentityTokenFile", "/var/run/secrets/gardener.cloud/workload-identity/token"),
+            (
+                "workloadIdentityTokenFile",
+                "/var/run/secrets/gardener.cloud/workload-identity/token",
+            ),
             ("token", "eyJ..."),
         ],
-        &[("security.gardener.cloud/purpose", "workload-identity-token-requestor")],
+        &[(
+            "security.gardener.cloud/purpose",
+            "workload-identity-token-requestor",
+        )],
     )
 }
 

@@ -18,7 +18,11 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     let vpc_id = str_at(infra, "vpc.id")
         .filter(|s| !s.is_empty())
         .ok_or_else(|| infra_error("vpc.id is missing".into()))?;
-    let subnets = subnets(infra.and_then(|v| v.get("vpc")).and_then(|v| v.get("subnets")));
+    let subnets = subnets(
+        infra
+            .and_then(|v| v.get("vpc"))
+            .and_then(|v| v.get("subnets")),
+    );
     let subnet = SUBNET_PREFERENCE
         .iter()
         .find_map(|purpose| subnets.iter().find(|s| s.purpose == *purpose))
@@ -50,7 +54,11 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
 /// Whether the service controller must be disabled: no public and no internal subnet.
 pub(crate) fn lacks_load_balancer_subnets(cp: &crate::ccm::ControlPlane) -> bool {
     let infra = cp.spec.infrastructure_provider_status.as_ref();
-    let subnets = subnets(infra.and_then(|v| v.get("vpc")).and_then(|v| v.get("subnets")));
+    let subnets = subnets(
+        infra
+            .and_then(|v| v.get("vpc"))
+            .and_then(|v| v.get("subnets")),
+    );
     !subnets
         .iter()
         .any(|s| s.purpose == "public" || s.purpose == "internal")

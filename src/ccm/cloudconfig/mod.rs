@@ -36,7 +36,10 @@ pub struct Inputs<'a> {
 }
 
 /// The rendered keys of the cloud config object (text values).
-pub fn render(format: CloudConfigFormat, inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, RenderError> {
+pub fn render(
+    format: CloudConfigFormat,
+    inputs: &Inputs<'_>,
+) -> Result<BTreeMap<String, String>, RenderError> {
     match format {
         CloudConfigFormat::AwsIni => aws::render(inputs),
         CloudConfigFormat::OpenstackIni => openstack::render(inputs),
@@ -77,7 +80,10 @@ pub(crate) struct Subnet<'a> {
 }
 
 /// A Secret value as UTF-8 text, `None` when absent.
-pub(crate) fn secret_str<'a>(data: SecretData<'a>, key: &str) -> Result<Option<&'a str>, RenderError> {
+pub(crate) fn secret_str<'a>(
+    data: SecretData<'a>,
+    key: &str,
+) -> Result<Option<&'a str>, RenderError> {
     match data.and_then(|d| d.get(key)) {
         None => Ok(None),
         Some(bytes) => std::str::from_utf8(bytes)

@@ -39,7 +39,9 @@ pub(crate) fn credentials<'a>(data: super::SecretData<'a>) -> Result<Credentials
             reason: "the credentials Secret does not exist".into(),
         });
     };
-    let get = |key: &str| -> Result<&'a str, RenderError> { Ok(secret_str(data, key)?.unwrap_or_default()) };
+    let get = |key: &str| -> Result<&'a str, RenderError> {
+        Ok(secret_str(data, key)?.unwrap_or_default())
+    };
     let required = |key: &str| -> Result<&'a str, RenderError> {
         let v = get(key)?;
         if v.is_empty() {
@@ -91,19 +93,24 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     let cp = inputs.cp;
     let creds = credentials(inputs.credentials)?;
     let infra = cp.spec.infrastructure_provider_status.as_ref();
-    let nodes_subnet = subnets(infra.and_then(|v| v.get("networks")).and_then(|v| v.get("subnets")))
-        .into_iter()
-        .find(|s| s.purpose == "nodes")
-        .ok_or_else(|| RenderError::InfrastructureStatus {
-            controlplane: format!("{}/{}", cp.namespace(), cp.name()),
-            reason: "no subnet with purpose nodes in networks.subnets".into(),
-        })?;
+    let nodes_subnet = subnets(
+        infra
+            .and_then(|v| v.get("networks"))
+            .and_then(|v| v.get("subnets")),
+    )
+    .into_iter()
+    .find(|s| s.purpose == "nodes")
+    .ok_or_else(|| RenderError::InfrastructureStatus {
+        controlplane: format!("{}/{}", cp.namespace(), cp.name()),
+        reason: "no subnet with purpose nodes in networks.subnets".into(),
+    })?;
     if inputs.shoot.cloud_profile_config.is_none() {
         return Err(RenderError::CloudProfileConfig {
             reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
         });
     }
-    let lb_provider = str_at(cp.spec.provider_config.as_ref(), "loadBalancerProvider").unwrap_or_default();
+    let lb_provider =
+        str_at(cp.spec.provider_config.as_ref(), "loadBalancerProvider").unwrap_or_default();
     let floating_network_id = str_at(infra, "networks.floatingPool.id").unwrap_or_default();
     let network_name = str_at(infra, "networks.name").unwrap_or_default();
     let request_timeout = inputs
@@ -124,8 +131,14 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     }
     if !creds.app_secret.is_empty() {
         lines.push(format!("application-credential-id=\"{}\"", creds.app_id));
-        lines.push(format!("application-credential-name=\"{}\"", creds.app_name));
-        lines.push(format!("application-credential-secret=\"{}\"", creds.app_secret));
+        lines.push(format!(
+            "application-credential-name=\"{}\"",
+            creds.app_name
+        ));
+        lines.push(format!(
+            "application-credential-secret=\"{}\"",
+            creds.app_secret
+        ));
     }
     lines.push(format!("region=\"{}\"", cp.spec.region));
     if creds.insecure {

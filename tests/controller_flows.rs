@@ -218,3 +218,25 @@ async fn render_error_sets_last_error_and_requeues_with_backoff() {
         Action::requeue(Duration::from_secs(2))
     );
 }
+
+#[tokio::test]
+async fn a_hanging_api_server_ends_the_reconcile_at_the_timeout() {
+    let cp = aws_cp(None, aws_subnets());
+    let (ctx, mut handle) = context(state(shoot(&["IPv4"], false)), "aws");
+    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
+    ctx.timeout = Duration::from_millis(200);
+    let server = tokio::spawn(async move {
+        // Take the first request (the finalizer patch) and never answer it.
+        let pending = handle.next_request().await.expect("a request");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        drop(pending);
+    });
+    let err = controller::reconcile(Arc::new(cp), Arc::new(ctx))
+        .await
+        .expect_err("times out");
+    assert!(
+        matches!(err, controller::Error::Timeout(d) if d == Duration::from_millis(200)),
+        "{err}"
+    );
+    server.abort();
+}

@@ -182,10 +182,16 @@ pub fn deletion_order(cp: &ControlPlane, spec: &CcmSpec) -> Vec<DesiredObject> {
 /// The objects as a YAML stream (`---` before each document), as `scion render`
 /// prints them.
 pub fn to_yaml_stream(objects: &[DesiredObject]) -> Result<String, String> {
+    // Long flags stay on one line; multi-line values (the INI file) stay literal blocks.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.folded_wrap_chars = 1 << 16;
     let mut out = String::new();
     for obj in objects {
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(&obj.object).map_err(|e| e.to_string())?);
+        out.push_str(
+            &serde_saphyr::to_string_with_options(&obj.object, options.clone())
+                .map_err(|e| e.to_string())?,
+        );
         if !out.ends_with('\n') {
             out.push('\n');
         }

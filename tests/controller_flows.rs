@@ -213,6 +213,23 @@ async fn render_error_sets_last_error_and_requeues_with_backoff() {
         controller::error_policy(cp.clone(), &err, ctx.clone()),
         Action::requeue(Duration::from_secs(1))
     );
+    // The event of our own Error status patch does not bypass the backoff: no API
+    // call (the mock server is gone), just a requeue at the end of the backoff.
+    let waiting = controller::reconcile(cp.clone(), ctx.clone())
+        .await
+        .expect("waits for the backoff");
+    assert_ne!(waiting, Action::await_change());
+    assert!(
+        format!("{waiting:?}").contains("requeue_after: Some("),
+        "{waiting:?}"
+    );
+    // A new request (the reconcile annotation) is served at once.
+    let requested = Arc::new(annotated((*cp).clone(), "reconcile"));
+    let err = controller::reconcile(requested, ctx.clone())
+        .await
+        .expect_err("the mock server is gone");
+    assert!(matches!(err, controller::Error::Kube { .. }), "{err}");
+    // Two failures in a row: 2 s.
     assert_eq!(
         controller::error_policy(cp, &err, ctx),
         Action::requeue(Duration::from_secs(2))

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 pub use apply::{FIELD_MANAGER, contains};
 pub use leader::run_with_leader_election;
+pub use operation::trigger_hash;
 pub use operation::{FINALIZER, OPERATION_ANNOTATION, OperationType};
 pub use reconcile::{error_policy, reconcile, run};
 
@@ -49,7 +50,22 @@ pub struct Context {
     pub resync: Duration,
     /// Clock for `lastUpdateTime`.
     pub now: fn() -> String,
-    failures: Mutex<HashMap<String, u32>>,
+    backoff: Mutex<HashMap<String, Backoff>>,
+}
+
+/// Failure state of one ControlPlane: how often it failed in a row, the trigger
+/// it failed with and when it may be tried again.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    failures: u32,
+    trigger: u64,
+    retry_at: tokio::time::Instant,
+}
+
+/// 1 s after the first failure, doubling, at most 5 min.
+pub fn backoff_delay(failures: u32) -> Duration {
+    let secs = 1u64 << failures.saturating_sub(1).min(9);
+    Duration::from_secs(secs.min(300))
 }
 
 impl Context {
@@ -73,23 +89,47 @@ impl Context {
             delete_poll: Duration::from_secs(2),
             resync: Duration::from_secs(600),
             now: status::now_rfc3339,
-            failures: Mutex::new(HashMap::new()),
+            backoff: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Consecutive failures of `key` after one more; used for the backoff.
-    fn record_failure(&self, key: &str) -> u32 {
-        let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let n = map.entry(key.to_string()).or_insert(0);
-        *n = n.saturating_add(1);
-        *n
+    fn backoff_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Backoff>> {
+        self.backoff.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Record a failure of `key` with `trigger`; returns the delay until the retry.
+    fn record_failure(&self, key: &str, trigger: u64) -> Duration {
+        let mut map = self.backoff_map();
+        let failures = map.get(key).map_or(0, |b| b.failures).saturating_add(1);
+        let delay = backoff_delay(failures);
+        map.insert(
+            key.to_string(),
+            Backoff {
+                failures,
+                trigger,
+                retry_at: tokio::time::Instant::now() + delay,
+            },
+        );
+        delay
+    }
+
+    /// Time left before `key` may be retried, when it failed with the same
+    /// `trigger` (events that cannot change the outcome, such as our own status
+    /// patch, do not bypass the backoff; a new operation request does).
+    fn backoff_pending(&self, key: &str, trigger: u64) -> Option<Duration> {
+        let map = self.backoff_map();
+        let b = map.get(key)?;
+        let now = tokio::time::Instant::now();
+        (b.trigger == trigger && now < b.retry_at).then(|| b.retry_at - now)
+    }
+
+    /// The current retry delay of `key` (after at least one failure).
+    fn current_delay(&self, key: &str) -> Duration {
+        backoff_delay(self.backoff_map().get(key).map_or(1, |b| b.failures))
     }
 
     fn reset_failures(&self, key: &str) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+        self.backoff_map().remove(key);
     }
 }
 
@@ -120,6 +160,8 @@ pub enum Error {
     Malformed(&'static str),
     #[error("leader election: {0}")]
     Leader(String),
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {

@@ -153,6 +153,25 @@ pub fn needs_operation(cp: &ControlPlane, annotation: Option<&str>) -> bool {
         || status.and_then(|s| s.observed_generation) != cp.metadata.generation
 }
 
+/// The properties whose change can request work: uid, generation, the operation
+/// annotation, gardenlet's `gardener.cloud/timestamp` and the deletion mark.
+/// Status and finalizer patches (ours included) leave it unchanged.
+pub fn trigger_hash(cp: &ControlPlane) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let annotations = cp.metadata.annotations.as_ref();
+    let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        cp.metadata.uid.as_deref(),
+        cp.metadata.generation,
+        get(OPERATION_ANNOTATION),
+        get("gardener.cloud/timestamp"),
+        cp.metadata.deletion_timestamp.is_some(),
+    )
+        .hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Whether the ControlPlane carries our finalizer.
 pub fn has_finalizer(cp: &ControlPlane) -> bool {
     cp.metadata
@@ -273,6 +292,23 @@ mod tests {
             &cp(Some(("Reconcile", "Succeeded")), true, 2, Some(2)),
             None
         ));
+    }
+
+    #[test]
+    fn trigger_hash_ignores_status_and_finalizers() {
+        let base = cp(Some(("Reconcile", "Processing")), false, 2, Some(1));
+        let mut status_only = cp(Some(("Reconcile", "Error")), false, 2, Some(2));
+        status_only.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        assert_eq!(trigger_hash(&base), trigger_hash(&status_only));
+        let mut annotated = base.clone();
+        annotated
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(OPERATION_ANNOTATION.into(), "reconcile".into());
+        assert_ne!(trigger_hash(&base), trigger_hash(&annotated));
+        assert_ne!(trigger_hash(&base), trigger_hash(&cp(None, false, 3, None)));
+        assert_ne!(trigger_hash(&base), trigger_hash(&cp(None, true, 2, None)));
     }
 
     #[test]

@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -26,7 +25,8 @@ const OWNED_SELECTOR: &str = "app=kubernetes,role=cloud-controller-manager";
 
 /// Run the controller until `shutdown` resolves. Watches ControlPlanes in all
 /// namespaces and the CCM Deployments, Services and PodDisruptionBudgets it owns
-/// (label-selected, so no other workload is cached).
+/// (label-selected, so no other workload is cached). Our own status patches wake
+/// the reconciler once more; that pass only reads (drift check) and writes nothing.
 pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let client = ctx.client.clone();
     let owned = || watcher::Config::default().labels(OWNED_SELECTOR);
@@ -52,12 +52,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
     .await;
 }
 
-/// Requeue with exponential backoff: 1 s doubling per consecutive failure, at most 5 min.
+/// Requeue with exponential backoff: 1 s doubling per consecutive failure, at
+/// most 5 min (the failure was recorded by [`reconcile`]).
 pub fn error_policy(cp: Arc<ControlPlane>, err: &Error, ctx: Arc<Context>) -> Action {
-    let n = ctx.record_failure(&key(&cp));
-    let secs = 1u64 << n.saturating_sub(1).min(9);
-    tracing::warn!(controlplane = %key(&cp), error = %err, attempt = n, "reconcile failed, requeueing");
-    Action::requeue(Duration::from_secs(secs.min(300)))
+    let delay = ctx.current_delay(&key(&cp));
+    tracing::warn!(controlplane = %key(&cp), error = %err, ?delay, "reconcile failed, requeueing");
+    Action::requeue(delay)
 }
 
 fn key(cp: &ControlPlane) -> String {
@@ -65,13 +65,23 @@ fn key(cp: &ControlPlane) -> String {
 }
 
 /// Reconcile one ControlPlane, bounded by `ctx.timeout`.
+/// A ControlPlane that failed is not retried before its backoff ends unless an
+/// operation was requested since (see [`operation::trigger_hash`]).
 pub async fn reconcile(cp: Arc<ControlPlane>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key(&cp);
+    let trigger = operation::trigger_hash(&cp);
+    if let Some(wait) = ctx.backoff_pending(&key, trigger) {
+        return Ok(Action::requeue(wait));
+    }
     let result = match tokio::time::timeout(ctx.timeout, reconcile_inner(&cp, &ctx)).await {
         Ok(result) => result,
         Err(_) => Err(Error::Timeout(ctx.timeout)),
     };
-    if result.is_ok() {
-        ctx.reset_failures(&key(&cp));
+    match &result {
+        Ok(_) => ctx.reset_failures(&key),
+        Err(_) => {
+            ctx.record_failure(&key, trigger);
+        }
     }
     result
 }
@@ -327,7 +337,7 @@ async fn json_patch_cp(
     what: &str,
 ) -> Result<(), Error> {
     let patch: json_patch::Patch = serde_json::from_value(ops)
-        .map_err(|e| Error::Leader(format!("internal: invalid JSON patch: {e}")))?;
+        .map_err(|e| Error::Internal(format!("invalid JSON patch: {e}")))?;
     api.patch::<ControlPlane>(cp.name(), &PatchParams::default(), &Patch::Json(patch))
         .await
         .map_err(|e| Error::kube(format!("{what} ControlPlane {}", key(cp)), e))?;

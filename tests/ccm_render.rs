@@ -164,3 +164,32 @@ fn openstack_feature_gates_ovn_application_credential_with_ca() {
         None,
     );
 }
+
+#[test]
+fn openstack_load_balancer_classes_from_the_cloud_profile() {
+    let mut shoot = shoot(&["IPv4"], false);
+    shoot.cloud_profile_config = Some(json!({
+        "keystoneURL": "https://keystone.example.com/v3/",
+        "constraints": {"floatingPools": [{
+            "name": "fip-*",
+            "region": "eu-de-1",
+            "loadBalancerClasses": [
+                {"name": "internet", "floatingSubnetID": "fs-1", "floatingNetworkID": "ignored"},
+                {"name": "intranet", "purpose": "private", "subnetID": "priv-1"},
+                {"name": "vpn", "purpose": "vpn", "floatingSubnetTags": "vpn,edge"},
+            ],
+        }]},
+    }));
+    let mut cp = openstack_cp("octavia");
+    cp.spec
+        .infrastructure_provider_status
+        .as_mut()
+        .expect("set")["networks"]["floatingPool"]["name"] = json!("fip-a");
+    golden(
+        "openstack-lb-classes",
+        &cp,
+        &shoot,
+        Some(&openstack_password_secret()),
+        None,
+    );
+}

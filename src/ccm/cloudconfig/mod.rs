@@ -4,6 +4,7 @@
 
 mod aws;
 mod openstack;
+mod openstack_lb;
 
 pub(crate) use aws::lacks_load_balancer_subnets as aws_lacks_load_balancer_subnets;
 pub use openstack::KEYSTONE_CA_KEY;

@@ -4,8 +4,9 @@
 //! Covered: `[Global]` (credentials, region, tls-insecure, ca-file), `[Metadata]`
 //! (`requestTimeout` of the CloudProfileConfig), `[LoadBalancer]` (monitor defaults,
 //! lb-provider with the ovn extras, floating network and nodes subnet from the
-//! infrastructure status), `[Networking]` and an empty `[Route]`. Not covered:
-//! load-balancer classes and `router-id` (overlay-disabled shoots).
+//! infrastructure status, load-balancer classes from the ControlPlaneConfig or the
+//! CloudProfile's matching floating pool), `[Networking]` and an empty `[Route]`.
+//! Not covered: `router-id` (overlay-disabled shoots).
 
 use std::collections::BTreeMap;
 
@@ -111,7 +112,30 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     }
     let lb_provider =
         str_at(cp.spec.provider_config.as_ref(), "loadBalancerProvider").unwrap_or_default();
-    let floating_network_id = str_at(infra, "networks.floatingPool.id").unwrap_or_default();
+    let lb = super::openstack_lb::settings(
+        str_at(infra, "networks.floatingPool.id").unwrap_or_default(),
+        str_at(infra, "networks.floatingPool.name").unwrap_or_default(),
+        &cp.spec.region,
+        nodes_subnet.id,
+        inputs
+            .shoot
+            .cloud_profile_config
+            .as_ref()
+            .and_then(|c| c.get("constraints"))
+            .and_then(|c| c.get("floatingPools")),
+        cp.spec
+            .provider_config
+            .as_ref()
+            .and_then(|c| c.get("loadBalancerClasses")),
+    )
+    .map_err(|e| match e {
+        RenderError::ProviderConfig { field, reason, .. } => RenderError::ProviderConfig {
+            controlplane: format!("{}/{}", cp.namespace(), cp.name()),
+            field,
+            reason,
+        },
+        other => other,
+    })?;
     let network_name = str_at(infra, "networks.name").unwrap_or_default();
     let request_timeout = inputs
         .shoot
@@ -162,9 +186,43 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         lines.push("lb-method=\"SOURCE_IP_PORT\"".into());
         lines.push("manage-security-groups=true".into());
     }
-    lines.push(format!("floating-network-id=\"{floating_network_id}\""));
-    if !nodes_subnet.id.is_empty() {
-        lines.push(format!("subnet-id=\"{}\"", nodes_subnet.id));
+    lines.push(format!(
+        "floating-network-id=\"{}\"",
+        lb.floating_network_id
+    ));
+    let optional = |lines: &mut Vec<String>, key: &str, value: &str| {
+        if !value.is_empty() {
+            lines.push(format!("{key}=\"{value}\""));
+        }
+    };
+    optional(&mut lines, "floating-subnet-id", &lb.floating_subnet_id);
+    optional(&mut lines, "floating-subnet", &lb.floating_subnet_name);
+    optional(&mut lines, "floating-subnet-tags", &lb.floating_subnet_tags);
+    optional(&mut lines, "subnet-id", &lb.subnet_id);
+    for class in &lb.classes {
+        lines.push(format!("[LoadBalancerClass {}]", go_quote(&class.name)));
+        let get = |v: &Option<String>| v.clone().unwrap_or_default();
+        optional(
+            &mut lines,
+            "floating-network-id",
+            &get(&class.floating_network_id),
+        );
+        optional(
+            &mut lines,
+            "floating-subnet-id",
+            &get(&class.floating_subnet_id),
+        );
+        optional(
+            &mut lines,
+            "floating-subnet",
+            &get(&class.floating_subnet_name),
+        );
+        optional(
+            &mut lines,
+            "floating-subnet-tags",
+            &get(&class.floating_subnet_tags),
+        );
+        optional(&mut lines, "subnet-id", &get(&class.subnet_id));
     }
     lines.push("[Networking]".into());
     if !network_name.is_empty() {
@@ -177,6 +235,21 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         out.insert(KEYSTONE_CA_KEY.to_string(), creds.ca_cert.to_string());
     }
     Ok(out)
+}
+
+/// A double-quoted string as Helm's `quote` writes it.
+fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The `--user-agent` values: domain name, tenant name (when readable) and the

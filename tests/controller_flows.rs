@@ -244,9 +244,25 @@ async fn a_hanging_api_server_ends_the_reconcile_at_the_timeout() {
     ctx.timeout = Duration::from_millis(200);
     let server = tokio::spawn(async move {
         // Take the first request (the finalizer patch) and never answer it.
-        let pending = handle.next_request().await.expect("a request");
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        drop(pending);
+        let _pending = handle.next_request().await.expect("a request");
+        // After the timeout the reconciler records it in the status.
+        let (req, send) = handle.next_request().await.expect("the status patch");
+        assert_eq!(req.uri().path(), format!("{CP_PATH}/status"));
+        let body: Value =
+            serde_json::from_slice(&req.into_body().collect_bytes().await.expect("body"))
+                .expect("json");
+        assert_eq!(body["status"]["lastOperation"]["state"], "Error");
+        let d = body["status"]["lastError"]["description"]
+            .as_str()
+            .expect("lastError");
+        assert!(d.contains("did not finish within 200ms"), "{d}");
+        let reply = http::Response::builder()
+            .status(200)
+            .body(kube::client::Body::from(
+                serde_json::to_vec(&cp_json(&aws_cp(None, aws_subnets()))).expect("json"),
+            ))
+            .expect("response");
+        send.send_response(reply);
     });
     let err = controller::reconcile(Arc::new(cp), Arc::new(ctx))
         .await
@@ -255,5 +271,5 @@ async fn a_hanging_api_server_ends_the_reconcile_at_the_timeout() {
         matches!(err, controller::Error::Timeout(d) if d == Duration::from_millis(200)),
         "{err}"
     );
-    server.abort();
+    finish(server).await;
 }

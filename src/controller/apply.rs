@@ -81,12 +81,15 @@ pub fn contains(live: &Value, desired: &Value) -> bool {
 }
 
 /// Delete `objects` in order; after each, wait until it is gone unless `wait` is
-/// `None` (force deletion). The error names the object still present.
+/// `None` (force deletion). All waits share one budget (`wait.0`), so the whole
+/// deletion stays inside the reconciliation timeout. The error names the object
+/// still present and its finalizers.
 pub async fn delete_in_order(
     client: &kube::Client,
     objects: &[DesiredObject],
     wait: Option<(Duration, Duration)>,
 ) -> Result<(), Error> {
+    let deadline = wait.map(|(budget, _)| tokio::time::Instant::now() + budget);
     for obj in objects {
         let api = api(client, obj);
         let what = format!("{} {}/{}", obj.kind, obj.namespace, obj.name);
@@ -95,10 +98,9 @@ pub async fn delete_in_order(
             Err(kube::Error::Api(status)) if status.code == 404 => continue,
             Err(e) => return Err(Error::kube(format!("delete {what}"), e)),
         }
-        let Some((timeout, interval)) = wait else {
+        let (Some((budget, interval)), Some(deadline)) = (wait, deadline) else {
             continue;
         };
-        let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let live = api
                 .get_opt(&obj.name)
@@ -109,7 +111,7 @@ pub async fn delete_in_order(
                 let finalizers = live.metadata.finalizers.unwrap_or_default();
                 return Err(Error::DeletionBlocked {
                     object: what,
-                    waited: timeout,
+                    waited: budget,
                     finalizers,
                 });
             }

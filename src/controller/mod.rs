@@ -43,7 +43,7 @@ pub struct Context {
     pub image_override: Option<String>,
     /// Upper bound of one reconcile.
     pub timeout: Duration,
-    /// How long to wait for each deleted object to disappear, and how often to look.
+    /// How long to wait in total for the deleted objects to disappear, and how often to look.
     pub delete_wait: Duration,
     pub delete_poll: Duration,
     /// Periodic re-check of a healthy ControlPlane (drift safety net).
@@ -70,7 +70,7 @@ pub fn backoff_delay(failures: u32) -> Duration {
 
 impl Context {
     /// A context with Gardener's defaults: class `shoot`, 3 min timeout, 2 min
-    /// deletion waits polled every 2 s, 10 min resync.
+    /// budget for all deletion waits polled every 2 s, 10 min resync.
     pub fn new(
         client: kube::Client,
         state: Arc<dyn StateSource>,

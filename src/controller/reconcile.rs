@@ -75,7 +75,7 @@ pub async fn reconcile(cp: Arc<ControlPlane>, ctx: Arc<Context>) -> Result<Actio
     }
     let result = match tokio::time::timeout(ctx.timeout, reconcile_inner(&cp, &ctx)).await {
         Ok(result) => result,
-        Err(_) => Err(Error::Timeout(ctx.timeout)),
+        Err(_) => Err(report_timeout(&cp, &ctx).await),
     };
     match &result {
         Ok(_) => ctx.reset_failures(&key),
@@ -265,6 +265,35 @@ async fn migrate(
         .map_err(|e| Error::kube(format!("remove finalizers of ControlPlane {}", key(cp)), e))?;
     Ok(Action::await_change())
 }
+
+/// After a timeout, record it in the status when an operation was under way
+/// (best effort, bounded by [`STATUS_AFTER_TIMEOUT`] or the reconciliation
+/// timeout, whichever is shorter).
+async fn report_timeout(cp: &ControlPlane, ctx: &Context) -> Error {
+    let err = Error::Timeout(ctx.timeout);
+    let (Some(namespace), Some(name)) = (
+        cp.metadata.namespace.as_deref(),
+        cp.metadata.name.as_deref(),
+    ) else {
+        return err;
+    };
+    let annotation = operation::operation_annotation(cp).filter(|a| *a != "reconcile");
+    let op = operation::operation_type(cp, annotation);
+    let api: Api<ControlPlane> = Api::namespaced(ctx.client.clone(), namespace);
+    let body = status::error(op, cp.metadata.generation, &err.to_string(), &(ctx.now)());
+    let bound = STATUS_AFTER_TIMEOUT.min(ctx.timeout);
+    match tokio::time::timeout(bound, patch_status(&api, name, &body)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(controlplane = %key(cp), error = %e, "could not record the timeout")
+        }
+        Err(_) => tracing::warn!(controlplane = %key(cp), "could not record the timeout in time"),
+    }
+    err
+}
+
+/// How long recording a timeout in the status may take.
+const STATUS_AFTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Write the Error status (best effort, as Gardener does) and hand back the cause.
 async fn report_error(

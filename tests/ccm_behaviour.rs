@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use scion::ccm::{self, RenderError, RenderInput, Rendered, builtin_spec};
+use scion::ccm::{self, CcmSpec, RenderError, RenderInput, Rendered, builtin_spec};
 use scion::state::{ObjectData, ShootContext};
 use serde_json::{Value, json};
 
@@ -358,4 +358,35 @@ fn deployment_service_and_pdb_are_valid_kubernetes_objects() {
             pdb
         );
     }
+}
+
+#[test]
+fn a_profile_without_vpa_renders_no_vpa() {
+    let yaml = include_str!("../src/ccm/profiles/aws.yaml");
+    let cut = yaml.find("  vpa:").expect("vpa section");
+    let spec = CcmSpec::from_profile_yaml(&yaml[..cut]).expect("valid without vpa");
+    let cp = aws_cp(None, aws_subnets());
+    let shoot = shoot(&["IPv4"], false);
+    let r = ccm::render(
+        &RenderInput {
+            cp: &cp,
+            shoot: &shoot,
+            credentials: None,
+            kube_apiserver_replicas: None,
+            image_override: None,
+        },
+        &spec,
+    )
+    .expect("renders");
+    let kinds: Vec<&str> = r.objects.iter().map(|o| o.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ConfigMap",
+            "Secret",
+            "Service",
+            "PodDisruptionBudget",
+            "Deployment"
+        ]
+    );
 }

@@ -147,9 +147,11 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
         objects::shoot_access_secret(input.cp),
         objects::service(input.cp, spec),
         objects::pod_disruption_budget(input.cp),
-        objects::vpa(input.cp, spec),
-        deployment,
     ];
+    if let Some(vpa) = &spec.vpa {
+        objects.push(objects::vpa(input.cp, spec, vpa));
+    }
+    objects.push(deployment);
     for obj in &mut objects {
         objects::finish(obj, input.cp);
     }
@@ -171,7 +173,7 @@ pub fn deletion_order(cp: &ControlPlane, spec: &CcmSpec) -> Vec<DesiredObject> {
     };
     vec![
         deployment,
-        objects::vpa(cp, spec),
+        objects::vpa_ref(cp),
         objects::pod_disruption_budget(cp),
         objects::service(cp, spec),
         objects::shoot_access_secret(cp),

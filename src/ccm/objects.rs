@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::cloudconfig::CLOUD_CONFIG_NAME;
-use super::spec::{CcmSpec, CloudConfigKind};
+use super::spec::{CcmSpec, CloudConfigKind, Vpa};
 use super::{CCM_NAME, ControlPlane, DesiredObject};
 use crate::checksum;
 
@@ -180,12 +180,12 @@ pub(super) fn pod_disruption_budget(cp: &ControlPlane) -> DesiredObject {
     )
 }
 
-pub(super) fn vpa(cp: &ControlPlane, spec: &CcmSpec) -> DesiredObject {
+pub(super) fn vpa(cp: &ControlPlane, spec: &CcmSpec, vpa: &Vpa) -> DesiredObject {
     let mut policy = json!({
         "containerName": spec.container_name,
-        "controlledValues": spec.vpa.controlled_values,
+        "controlledValues": vpa.controlled_values,
     });
-    if let Some(resources) = &spec.vpa.controlled_resources {
+    if let Some(resources) = &vpa.controlled_resources {
         policy["controlledResources"] = json!(resources);
     }
     let name = format!("{CCM_NAME}-vpa");
@@ -199,11 +199,25 @@ pub(super) fn vpa(cp: &ControlPlane, spec: &CcmSpec) -> DesiredObject {
             "metadata": {"name": name, "namespace": cp.namespace()},
             "spec": {
                 "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": CCM_NAME},
-                "updatePolicy": {"updateMode": spec.vpa.update_mode},
+                "updatePolicy": {"updateMode": vpa.update_mode},
                 "resourcePolicy": {"containerPolicies": [policy]},
             },
         }),
     )
+}
+
+/// The identity of the VPA, for deletion (also when the profile has none now).
+pub(super) fn vpa_ref(cp: &ControlPlane) -> DesiredObject {
+    let (group, version, kind, plural) = VPA;
+    DesiredObject {
+        group,
+        version,
+        kind,
+        plural,
+        name: format!("{CCM_NAME}-vpa"),
+        namespace: cp.namespace().to_string(),
+        object: Value::Null,
+    }
 }
 
 /// Add the controller owner reference (when the ControlPlane has a uid) and the

@@ -54,8 +54,9 @@ pub struct CcmSpec {
     /// Read-only host path mounts (private CA bundles).
     #[serde(default)]
     pub host_path_mounts: Vec<HostPathMount>,
-    /// The VerticalPodAutoscaler.
-    pub vpa: Vpa,
+    /// The VerticalPodAutoscaler; absent means none (clusters without the VPA CRD).
+    #[serde(default)]
+    pub vpa: Option<Vpa>,
 }
 
 fn default_port() -> i32 {
@@ -252,12 +253,14 @@ impl CcmSpec {
                 format!("{:?} is not HTTP or HTTPS", self.liveness_probe.scheme),
             ));
         }
-        if !VALID_UPDATE_MODES.contains(&self.vpa.update_mode.as_str()) {
+        if let Some(vpa) = &self.vpa
+            && !VALID_UPDATE_MODES.contains(&vpa.update_mode.as_str())
+        {
             return Err(invalid(
                 "vpa.updateMode",
                 format!(
                     "{:?} is not one of {}",
-                    self.vpa.update_mode,
+                    vpa.update_mode,
                     VALID_UPDATE_MODES.join(", ")
                 ),
             ));

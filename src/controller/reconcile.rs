@@ -121,7 +121,11 @@ async fn reconcile_inner(cp: &ControlPlane, ctx: &Context) -> Result<Action, Err
     if operation::should_skip(cp, op) {
         return Ok(Action::await_change());
     }
-    if !requested && !operation::needs_operation(cp, annotation) && op == OperationType::Reconcile {
+    let settled = !requested
+        && !operation::needs_operation(cp, annotation)
+        && operation::has_finalizer(cp)
+        && op == OperationType::Reconcile;
+    if settled {
         // Nothing requested: only repair drift, silently; errors become a full
         // reconcile so they show up in the status.
         if let Ok(action) = apply_desired(cp, &shoot, ctx).await {

@@ -4,6 +4,7 @@
 pub mod certs;
 pub mod logging;
 pub mod manifests;
+pub mod render;
 pub mod serve;
 
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ pub enum Command {
     Certs(certs::CertsArgs),
     /// Print the installation manifests for a seed as a YAML stream.
     Manifests(manifests::ManifestsArgs),
+    /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
+    Render(render::RenderArgs),
 }
 
 /// One line for an error chain, skipping causes whose text the line already holds.
@@ -57,6 +60,7 @@ pub fn main() -> ExitCode {
         }
         Command::Certs(args) => certs::run(args),
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
+        Command::Render(args) => render::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,268 @@
+//! OpenStack `cloudprovider.conf`: INI with the credentials inside, plus
+//! `keystone-ca.crt` when the credentials carry a CA.
+//!
+//! Covered: `[Global]` (credentials, region, tls-insecure, ca-file), `[Metadata]`
+//! (`requestTimeout` of the CloudProfileConfig), `[LoadBalancer]` (monitor defaults,
+//! lb-provider with the ovn extras, floating network and nodes subnet from the
+//! infrastructure status, load-balancer classes from the ControlPlaneConfig or the
+//! CloudProfile's matching floating pool), `[Networking]` and an empty `[Route]`.
+//! Not covered: `router-id` (overlay-disabled shoots).
+
+use std::collections::BTreeMap;
+
+use super::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_KEY, Inputs, secret_str, str_at, subnets};
+use crate::ccm::RenderError;
+
+/// Key of the keystone CA in the config Secret.
+pub const KEYSTONE_CA_KEY: &str = "keystone-ca.crt";
+
+/// The OpenStack credentials scion reads from the `secretRef` Secret.
+#[derive(Debug, Default)]
+pub(crate) struct Credentials<'a> {
+    pub domain_name: &'a str,
+    pub tenant_name: &'a str,
+    pub username: &'a str,
+    pub password: &'a str,
+    pub auth_url: &'a str,
+    pub app_id: &'a str,
+    pub app_name: &'a str,
+    pub app_secret: &'a str,
+    pub insecure: bool,
+    pub ca_cert: &'a str,
+}
+
+/// Gardener's credential rules: domain and tenant required; either a password
+/// (with a user name) or an application credential secret (with an id, or a
+/// user name and a credential name), never both.
+pub(crate) fn credentials<'a>(data: super::SecretData<'a>) -> Result<Credentials<'a>, RenderError> {
+    let Some(_) = data else {
+        return Err(RenderError::Credentials {
+            reason: "the credentials Secret does not exist".into(),
+        });
+    };
+    let get = |key: &str| -> Result<&'a str, RenderError> {
+        Ok(secret_str(data, key)?.unwrap_or_default())
+    };
+    let required = |key: &str| -> Result<&'a str, RenderError> {
+        let v = get(key)?;
+        if v.is_empty() {
+            Err(RenderError::Credentials {
+                reason: format!("missing or empty key {key:?}"),
+            })
+        } else {
+            Ok(v)
+        }
+    };
+    let c = Credentials {
+        domain_name: required("domainName")?,
+        tenant_name: required("tenantName")?,
+        username: get("username")?,
+        password: get("password")?,
+        auth_url: get("authURL")?,
+        app_id: get("applicationCredentialID")?,
+        app_name: get("applicationCredentialName")?,
+        app_secret: get("applicationCredentialSecret")?,
+        insecure: get("insecure")?.trim().eq_ignore_ascii_case("true"),
+        ca_cert: get("caCert")?,
+    };
+    let fail = |reason: &str| {
+        Err(RenderError::Credentials {
+            reason: reason.to_string(),
+        })
+    };
+    if !c.password.is_empty() {
+        if !c.app_secret.is_empty() {
+            return fail("both password and applicationCredentialSecret are set");
+        }
+        if c.username.is_empty() {
+            return fail("password is set but username is empty");
+        }
+    } else {
+        if c.app_secret.is_empty() {
+            return fail("neither password nor applicationCredentialSecret is set");
+        }
+        if c.app_id.is_empty() && (c.username.is_empty() || c.app_name.is_empty()) {
+            return fail(
+                "applicationCredentialSecret needs applicationCredentialID, or username and applicationCredentialName",
+            );
+        }
+    }
+    Ok(c)
+}
+
+pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, RenderError> {
+    let cp = inputs.cp;
+    let creds = credentials(inputs.credentials)?;
+    let infra = cp.spec.infrastructure_provider_status.as_ref();
+    let nodes_subnet = subnets(
+        infra
+            .and_then(|v| v.get("networks"))
+            .and_then(|v| v.get("subnets")),
+    )
+    .into_iter()
+    .find(|s| s.purpose == "nodes")
+    .ok_or_else(|| RenderError::InfrastructureStatus {
+        controlplane: format!("{}/{}", cp.namespace(), cp.name()),
+        reason: "no subnet with purpose nodes in networks.subnets".into(),
+    })?;
+    if inputs.shoot.cloud_profile_config.is_none() {
+        return Err(RenderError::CloudProfileConfig {
+            reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
+        });
+    }
+    let lb_provider =
+        str_at(cp.spec.provider_config.as_ref(), "loadBalancerProvider").unwrap_or_default();
+    let lb = super::openstack_lb::settings(
+        str_at(infra, "networks.floatingPool.id").unwrap_or_default(),
+        str_at(infra, "networks.floatingPool.name").unwrap_or_default(),
+        &cp.spec.region,
+        nodes_subnet.id,
+        inputs
+            .shoot
+            .cloud_profile_config
+            .as_ref()
+            .and_then(|c| c.get("constraints"))
+            .and_then(|c| c.get("floatingPools")),
+        cp.spec
+            .provider_config
+            .as_ref()
+            .and_then(|c| c.get("loadBalancerClasses")),
+    )
+    .map_err(|e| match e {
+        RenderError::ProviderConfig { field, reason, .. } => RenderError::ProviderConfig {
+            controlplane: format!("{}/{}", cp.namespace(), cp.name()),
+            field,
+            reason,
+        },
+        other => other,
+    })?;
+    let network_name = str_at(infra, "networks.name").unwrap_or_default();
+    let request_timeout = inputs
+        .shoot
+        .cloud_profile_config
+        .as_ref()
+        .and_then(|c| c.get("requestTimeout"))
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
+
+    let mut lines: Vec<String> = vec!["[Global]".into()];
+    lines.push(format!("auth-url=\"{}\"", creds.auth_url));
+    lines.push(format!("domain-name=\"{}\"", creds.domain_name));
+    lines.push(format!("tenant-name=\"{}\"", creds.tenant_name));
+    lines.push(format!("username=\"{}\"", creds.username));
+    if !creds.password.is_empty() {
+        lines.push(format!("password=\"{}\"", creds.password));
+    }
+    if !creds.app_secret.is_empty() {
+        lines.push(format!("application-credential-id=\"{}\"", creds.app_id));
+        lines.push(format!(
+            "application-credential-name=\"{}\"",
+            creds.app_name
+        ));
+        lines.push(format!(
+            "application-credential-secret=\"{}\"",
+            creds.app_secret
+        ));
+    }
+    lines.push(format!("region=\"{}\"", cp.spec.region));
+    if creds.insecure {
+        lines.push("tls-insecure=true".into());
+    }
+    if !creds.ca_cert.is_empty() {
+        lines.push(format!("ca-file=\"{CLOUD_CONFIG_DIR}/{KEYSTONE_CA_KEY}\""));
+    }
+    lines.push("[Metadata]".into());
+    if !request_timeout.is_empty() {
+        lines.push(format!("request-timeout={request_timeout}"));
+    }
+    lines.push("[LoadBalancer]".into());
+    lines.push("create-monitor=true".into());
+    lines.push("monitor-delay=\"20s\"".into());
+    lines.push("monitor-timeout=\"30s\"".into());
+    lines.push("monitor-max-retries=2".into());
+    lines.push("lb-version=\"v2\"".into());
+    lines.push(format!("lb-provider=\"{lb_provider}\""));
+    if lb_provider == "ovn" {
+        lines.push("lb-method=\"SOURCE_IP_PORT\"".into());
+        lines.push("manage-security-groups=true".into());
+    }
+    lines.push(format!(
+        "floating-network-id=\"{}\"",
+        lb.floating_network_id
+    ));
+    let optional = |lines: &mut Vec<String>, key: &str, value: &str| {
+        if !value.is_empty() {
+            lines.push(format!("{key}=\"{value}\""));
+        }
+    };
+    optional(&mut lines, "floating-subnet-id", &lb.floating_subnet_id);
+    optional(&mut lines, "floating-subnet", &lb.floating_subnet_name);
+    optional(&mut lines, "floating-subnet-tags", &lb.floating_subnet_tags);
+    optional(&mut lines, "subnet-id", &lb.subnet_id);
+    for class in &lb.classes {
+        lines.push(format!("[LoadBalancerClass {}]", go_quote(&class.name)));
+        let get = |v: &Option<String>| v.clone().unwrap_or_default();
+        optional(
+            &mut lines,
+            "floating-network-id",
+            &get(&class.floating_network_id),
+        );
+        optional(
+            &mut lines,
+            "floating-subnet-id",
+            &get(&class.floating_subnet_id),
+        );
+        optional(
+            &mut lines,
+            "floating-subnet",
+            &get(&class.floating_subnet_name),
+        );
+        optional(
+            &mut lines,
+            "floating-subnet-tags",
+            &get(&class.floating_subnet_tags),
+        );
+        optional(&mut lines, "subnet-id", &get(&class.subnet_id));
+    }
+    lines.push("[Networking]".into());
+    if !network_name.is_empty() {
+        lines.push(format!("internal-network-name=\"{network_name}\""));
+    }
+    lines.push("[Route]".into());
+
+    let mut out = BTreeMap::from([(CLOUD_CONFIG_KEY.to_string(), lines.join("\n"))]);
+    if !creds.ca_cert.is_empty() {
+        out.insert(KEYSTONE_CA_KEY.to_string(), creds.ca_cert.to_string());
+    }
+    Ok(out)
+}
+
+/// A double-quoted string as Helm's `quote` writes it.
+fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `--user-agent` values: domain name, tenant name (when readable) and the
+/// shoot's technical ID.
+pub(crate) fn user_agents(data: super::SecretData<'_>, technical_id: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["domainName", "tenantName"] {
+        if let Ok(Some(v)) = secret_str(data, key)
+            && !v.is_empty()
+        {
+            out.push(v.to_string());
+        }
+    }
+    out.push(technical_id.unwrap_or_default().to_string());
+    out
+}

@@ -1,0 +1,278 @@
+//! The CCM's companion objects (cloud config, shoot access Secret, Service,
+//! PodDisruptionBudget, VPA) and the finishing touches every object gets.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::cloudconfig::CLOUD_CONFIG_NAME;
+use super::spec::{CcmSpec, CloudConfigKind, Vpa};
+use super::{CCM_NAME, ControlPlane, DesiredObject};
+use crate::checksum;
+
+/// Annotation carrying the hash of the desired object; the controller skips the
+/// write when the live object carries the same hash and still matches.
+pub const DESIRED_HASH_ANNOTATION: &str = "scion.gardener.cloud/desired-hash";
+
+/// Name of the shoot access Secret the token requestor fills for the CCM.
+pub const SHOOT_ACCESS_SECRET: &str = "shoot-access-cloud-controller-manager";
+
+pub(super) fn selector_labels() -> Value {
+    json!({"app": "kubernetes", "role": CCM_NAME})
+}
+
+fn object(
+    (group, version, kind, plural): (&'static str, &'static str, &'static str, &'static str),
+    cp: &ControlPlane,
+    name: &str,
+    body: Value,
+) -> DesiredObject {
+    DesiredObject {
+        group,
+        version,
+        kind,
+        plural,
+        name: name.to_string(),
+        namespace: cp.namespace().to_string(),
+        object: body,
+    }
+}
+
+pub(super) const DEPLOYMENT: (&str, &str, &str, &str) = ("apps", "v1", "Deployment", "deployments");
+const CONFIG_MAP: (&str, &str, &str, &str) = ("", "v1", "ConfigMap", "configmaps");
+const SECRET: (&str, &str, &str, &str) = ("", "v1", "Secret", "secrets");
+const SERVICE: (&str, &str, &str, &str) = ("", "v1", "Service", "services");
+const PDB: (&str, &str, &str, &str) = (
+    "policy",
+    "v1",
+    "PodDisruptionBudget",
+    "poddisruptionbudgets",
+);
+const VPA: (&str, &str, &str, &str) = (
+    "autoscaling.k8s.io",
+    "v1",
+    "VerticalPodAutoscaler",
+    "verticalpodautoscalers",
+);
+
+/// The cloud config object and the checksum of its data (Gardener's algorithm,
+/// computed from the rendered data instead of a live GET).
+pub(super) struct ConfigObject {
+    pub object: DesiredObject,
+    pub checksum: String,
+    /// `checksum/configmap-cloud-provider-config` or `checksum/secret-cloud-provider-config`.
+    pub annotation: String,
+}
+
+pub(super) fn cloud_config(
+    cp: &ControlPlane,
+    kind: CloudConfigKind,
+    data: &BTreeMap<String, String>,
+) -> ConfigObject {
+    let meta = json!({"name": CLOUD_CONFIG_NAME, "namespace": cp.namespace()});
+    match kind {
+        CloudConfigKind::ConfigMap => ConfigObject {
+            checksum: checksum::configmap_checksum(Some(data)),
+            annotation: format!("checksum/configmap-{CLOUD_CONFIG_NAME}"),
+            object: object(
+                CONFIG_MAP,
+                cp,
+                CLOUD_CONFIG_NAME,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}),
+            ),
+        },
+        CloudConfigKind::Secret => {
+            let bytes: BTreeMap<String, Vec<u8>> = data
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+                .collect();
+            let encoded: BTreeMap<&String, String> = data
+                .iter()
+                .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+                .collect();
+            ConfigObject {
+                checksum: checksum::secret_checksum(Some(&bytes)),
+                annotation: format!("checksum/secret-{CLOUD_CONFIG_NAME}"),
+                object: object(
+                    SECRET,
+                    cp,
+                    CLOUD_CONFIG_NAME,
+                    json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
+                           "type": "Opaque", "data": encoded}),
+                ),
+            }
+        }
+    }
+}
+
+/// The Secret gardener-resource-manager's token requestor fills with a token of
+/// the shoot ServiceAccount `kube-system/cloud-controller-manager`. scion owns only
+/// its labels and annotations, never `data`.
+pub(super) fn shoot_access_secret(cp: &ControlPlane) -> DesiredObject {
+    object(
+        SECRET,
+        cp,
+        SHOOT_ACCESS_SECRET,
+        json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": SHOOT_ACCESS_SECRET,
+                "namespace": cp.namespace(),
+                "labels": {
+                    "resources.gardener.cloud/purpose": "token-requestor",
+                    "resources.gardener.cloud/class": "shoot",
+                },
+                "annotations": {
+                    "serviceaccount.resources.gardener.cloud/name": CCM_NAME,
+                    "serviceaccount.resources.gardener.cloud/namespace": "kube-system",
+                },
+            },
+            "type": "Opaque",
+        }),
+    )
+}
+
+pub(super) fn service(cp: &ControlPlane, spec: &CcmSpec) -> DesiredObject {
+    let scrape = format!(r#"[{{"port":{},"protocol":"TCP"}}]"#, spec.port);
+    object(
+        SERVICE,
+        cp,
+        CCM_NAME,
+        json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": CCM_NAME,
+                "namespace": cp.namespace(),
+                "labels": selector_labels(),
+                "annotations": {
+                    "networking.resources.gardener.cloud/from-all-scrape-targets-allowed-ports": scrape,
+                },
+            },
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": "None",
+                "ports": [{"name": "metrics", "port": spec.port, "protocol": "TCP"}],
+                "selector": selector_labels(),
+            },
+        }),
+    )
+}
+
+pub(super) fn pod_disruption_budget(cp: &ControlPlane) -> DesiredObject {
+    object(
+        PDB,
+        cp,
+        CCM_NAME,
+        json!({
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": CCM_NAME, "namespace": cp.namespace(), "labels": selector_labels()},
+            "spec": {
+                "maxUnavailable": 1,
+                "selector": {"matchLabels": selector_labels()},
+                "unhealthyPodEvictionPolicy": "AlwaysAllow",
+            },
+        }),
+    )
+}
+
+pub(super) fn vpa(cp: &ControlPlane, spec: &CcmSpec, vpa: &Vpa) -> DesiredObject {
+    let mut policy = json!({
+        "containerName": spec.container_name,
+        "controlledValues": vpa.controlled_values,
+    });
+    if let Some(resources) = &vpa.controlled_resources {
+        policy["controlledResources"] = json!(resources);
+    }
+    let name = format!("{CCM_NAME}-vpa");
+    object(
+        VPA,
+        cp,
+        &name,
+        json!({
+            "apiVersion": "autoscaling.k8s.io/v1",
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name, "namespace": cp.namespace()},
+            "spec": {
+                "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": CCM_NAME},
+                "updatePolicy": {"updateMode": vpa.update_mode},
+                "resourcePolicy": {"containerPolicies": [policy]},
+            },
+        }),
+    )
+}
+
+/// The identity of the VPA, for deletion (also when the profile has none now).
+pub(super) fn vpa_ref(cp: &ControlPlane) -> DesiredObject {
+    let (group, version, kind, plural) = VPA;
+    DesiredObject {
+        group,
+        version,
+        kind,
+        plural,
+        name: format!("{CCM_NAME}-vpa"),
+        namespace: cp.namespace().to_string(),
+        object: Value::Null,
+    }
+}
+
+/// Add the controller owner reference (when the ControlPlane has a uid) and the
+/// desired-hash annotation, computed last over everything else.
+pub(super) fn finish(obj: &mut DesiredObject, cp: &ControlPlane) {
+    if let Some(uid) = &cp.metadata.uid {
+        obj.object["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": super::types::API_VERSION,
+            "kind": "ControlPlane",
+            "name": cp.name(),
+            "uid": uid,
+            "controller": true,
+            "blockOwnerDeletion": true,
+        }]);
+    }
+    let hash = desired_hash(&obj.object);
+    let meta = &mut obj.object["metadata"];
+    if meta.get("annotations").is_none() {
+        meta["annotations"] = json!({});
+    }
+    meta["annotations"][DESIRED_HASH_ANNOTATION] = Value::String(hash);
+}
+
+/// Hash of an object with the desired-hash annotation itself left out: lowercase
+/// hex SHA-256 of its compact JSON (keys sorted by serde_json's map).
+pub fn desired_hash(object: &Value) -> String {
+    let mut copy = object.clone();
+    if let Some(annotations) = copy
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(DESIRED_HASH_ANNOTATION);
+        if annotations.is_empty()
+            && let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("annotations");
+        }
+    }
+    let bytes = serde_json::to_vec(&canonical(&copy)).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Keys sorted at every level, whatever map order serde_json was built with.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            json!(sorted)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}

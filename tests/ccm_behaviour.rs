@@ -1,0 +1,392 @@
+//! Behaviour of the CCM renderer beyond the golden files: checksums, hibernation,
+//! errors, the profile section, the types and the CRDs.
+
+mod controlplane_support;
+
+use controlplane_support::*;
+use scion::ccm::{self, CcmSpec, RenderError, RenderInput, Rendered, builtin_spec};
+use scion::state::{ObjectData, ShootContext};
+use serde_json::{Value, json};
+
+fn render(
+    cp: &ccm::ControlPlane,
+    shoot: &ShootContext,
+    secret: Option<&ObjectData>,
+    kas: Option<i32>,
+) -> Result<Rendered, RenderError> {
+    let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
+    ccm::render(
+        &RenderInput {
+            cp,
+            shoot,
+            credentials: secret,
+            kube_apiserver_replicas: kas,
+            image_override: None,
+        },
+        &spec,
+    )
+}
+
+fn object<'a>(r: &'a Rendered, kind: &str, name: &str) -> &'a Value {
+    &r.objects
+        .iter()
+        .find(|o| o.kind == kind && o.name == name)
+        .unwrap_or_else(|| panic!("{kind} {name}"))
+        .object
+}
+
+fn pod_annotations(r: &Rendered) -> serde_json::Map<String, Value> {
+    object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["metadata"]["annotations"]
+        .as_object()
+        .expect("annotations")
+        .clone()
+}
+
+fn command(r: &Rendered) -> Vec<String> {
+    serde_json::from_value(object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["spec"]["containers"][0]["command"].clone()).expect("command")
+}
+
+const SECRET_KEY: &str = "checksum/secret-cloudprovider";
+const AWS_CONFIG_KEY: &str = "checksum/configmap-cloud-provider-config";
+const OS_CONFIG_KEY: &str = "checksum/secret-cloud-provider-config";
+
+#[test]
+fn aws_checksums_change_exactly_with_their_source() {
+    let shoot = shoot(&["IPv4"], false);
+    let cp = aws_cp(None, aws_subnets());
+    let base =
+        pod_annotations(&render(&cp, &shoot, Some(&aws_static_secret()), None).expect("renders"));
+    assert_eq!(base.len(), 2, "{base:?}");
+
+    // Another secret: only the secret checksum moves.
+    let other_secret = secret(&[("credentialsFile", "[default]\nrotated\n")], &[]);
+    let rotated =
+        pod_annotations(&render(&cp, &shoot, Some(&other_secret), None).expect("renders"));
+    assert_ne!(rotated[SECRET_KEY], base[SECRET_KEY]);
+    assert_eq!(rotated[AWS_CONFIG_KEY], base[AWS_CONFIG_KEY]);
+
+    // Another VPC: only the config checksum moves.
+    let mut moved = cp.clone();
+    moved
+        .spec
+        .infrastructure_provider_status
+        .as_mut()
+        .expect("set")["vpc"]["id"] = json!("vpc-9999");
+    let reconfigured = pod_annotations(
+        &render(&moved, &shoot, Some(&aws_static_secret()), None).expect("renders"),
+    );
+    assert_eq!(reconfigured[SECRET_KEY], base[SECRET_KEY]);
+    assert_ne!(reconfigured[AWS_CONFIG_KEY], base[AWS_CONFIG_KEY]);
+
+    // Unrelated change (feature gates): neither moves.
+    let gated = aws_cp(
+        Some(json!({"cloudControllerManager": {"featureGates": {"A": true}}})),
+        aws_subnets(),
+    );
+    assert_eq!(
+        pod_annotations(
+            &render(&gated, &shoot, Some(&aws_static_secret()), None).expect("renders")
+        ),
+        base
+    );
+}
+
+#[test]
+fn aws_config_checksum_is_gardeners_checksum_of_the_rendered_configmap() {
+    let r = render(
+        &aws_cp(None, aws_subnets()),
+        &shoot(&["IPv4"], false),
+        Some(&aws_static_secret()),
+        None,
+    )
+    .expect("renders");
+    let data: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(object(&r, "ConfigMap", "cloud-provider-config")["data"].clone())
+            .expect("data");
+    assert_eq!(
+        pod_annotations(&r)[AWS_CONFIG_KEY],
+        scion::checksum::configmap_checksum(Some(&data))
+    );
+    assert_eq!(
+        data["cloudprovider.conf"],
+        "[Global]\nVPC=\"vpc-1234\"\nSubnetID=\"subnet-public\"\nDisableSecurityGroupIngress=true\n\
+         KubernetesClusterTag=\"shoot--foo--bar\"\nKubernetesClusterID=\"shoot--foo--bar\"\nZone=\"eu-west-1a\"\n\
+         # https://github.com/kubernetes/cloud-provider-aws/issues/638\nNodeIPFamilies=\"ipv4\"\n"
+    );
+}
+
+#[test]
+fn missing_secret_hashes_as_nil_data() {
+    let r = render(
+        &aws_cp(None, aws_subnets()),
+        &shoot(&["IPv4"], false),
+        None,
+        None,
+    )
+    .expect("renders");
+    assert_eq!(
+        pod_annotations(&r)[SECRET_KEY],
+        "74234e98afe7498fb5daf1f36ac2d78acc339464f950703b8c019892f982b90b"
+    );
+}
+
+#[test]
+fn openstack_credentials_live_in_the_config_so_both_checksums_move() {
+    let shoot = shoot(&["IPv4"], false);
+    let cp = openstack_cp("octavia");
+    let base = pod_annotations(
+        &render(&cp, &shoot, Some(&openstack_password_secret()), None).expect("renders"),
+    );
+    let rotated_secret = secret(
+        &[
+            ("domainName", "dom"),
+            ("tenantName", "proj"),
+            ("username", "user"),
+            ("password", "new"),
+        ],
+        &[],
+    );
+    let rotated =
+        pod_annotations(&render(&cp, &shoot, Some(&rotated_secret), None).expect("renders"));
+    assert_ne!(rotated[SECRET_KEY], base[SECRET_KEY]);
+    assert_ne!(rotated[OS_CONFIG_KEY], base[OS_CONFIG_KEY]);
+    let mut other_lb = cp.clone();
+    other_lb.spec.provider_config.as_mut().expect("set")["loadBalancerProvider"] = json!("amphora");
+    let relb = pod_annotations(
+        &render(&other_lb, &shoot, Some(&openstack_password_secret()), None).expect("renders"),
+    );
+    assert_eq!(relb[SECRET_KEY], base[SECRET_KEY]);
+    assert_ne!(relb[OS_CONFIG_KEY], base[OS_CONFIG_KEY]);
+}
+
+#[test]
+fn hibernation_scales_to_zero_only_after_kube_apiserver() {
+    let cp = aws_cp(None, aws_subnets());
+    let replicas = |r: &Rendered| {
+        object(r, "Deployment", "cloud-controller-manager")["spec"]["replicas"].clone()
+    };
+    let awake = render(
+        &cp,
+        &shoot(&["IPv4"], false),
+        Some(&aws_static_secret()),
+        Some(3),
+    )
+    .expect("renders");
+    assert_eq!((replicas(&awake), awake.requeue), (json!(1), false));
+    let waiting = render(
+        &cp,
+        &shoot(&["IPv4"], true),
+        Some(&aws_static_secret()),
+        Some(2),
+    )
+    .expect("renders");
+    assert_eq!((replicas(&waiting), waiting.requeue), (json!(1), true));
+    let down = render(
+        &cp,
+        &shoot(&["IPv4"], true),
+        Some(&aws_static_secret()),
+        Some(0),
+    )
+    .expect("renders");
+    assert_eq!((replicas(&down), down.requeue), (json!(0), false));
+}
+
+#[test]
+fn service_controller_disabled_without_lb_subnets_and_subnet_preference() {
+    let only_nodes = aws_cp(None, json!([{"id": "n", "purpose": "nodes", "zone": "z"}]));
+    let r = render(&only_nodes, &shoot(&["IPv4"], false), None, None).expect("renders");
+    assert!(command(&r).contains(&"--controllers=*,-service".to_string()));
+    let internal = aws_cp(
+        None,
+        json!([{"id": "n", "purpose": "nodes", "zone": "z"}, {"id": "i", "purpose": "internal", "zone": "z2"}]),
+    );
+    let r = render(&internal, &shoot(&["IPv4"], false), None, None).expect("renders");
+    assert!(!command(&r).iter().any(|a| a.starts_with("--controllers")));
+    let conf = object(&r, "ConfigMap", "cloud-provider-config")["data"]["cloudprovider.conf"]
+        .as_str()
+        .expect("conf")
+        .to_string();
+    assert!(
+        conf.contains("SubnetID=\"i\"\n") && conf.contains("Zone=\"z2\"\n"),
+        "{conf}"
+    );
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let shoot4 = shoot(&["IPv4"], false);
+    let no_subnet = aws_cp(
+        None,
+        json!([{"id": "x", "purpose": "private", "zone": "z"}]),
+    );
+    let err = render(&no_subnet, &shoot4, None, None)
+        .expect_err("no subnet")
+        .to_string();
+    assert!(
+        err.contains("shoot--foo--bar/control-plane")
+            && err.contains("purpose public, internal or nodes"),
+        "{err}"
+    );
+
+    let bad_gates = aws_cp(
+        Some(json!({"cloudControllerManager": {"featureGates": {"X": "yes"}}})),
+        aws_subnets(),
+    );
+    let err = render(&bad_gates, &shoot4, None, None)
+        .expect_err("bad gate")
+        .to_string();
+    assert!(
+        err.contains("cloudControllerManager.featureGates") && err.contains("\"X\""),
+        "{err}"
+    );
+
+    let mut old = shoot4.clone();
+    old.kubernetes_version = semver::Version::new(1, 20, 0);
+    let err = render(&aws_cp(None, aws_subnets()), &old, None, None)
+        .expect_err("no image")
+        .to_string();
+    assert!(err.contains("ccm.images") && err.contains("1.20"), "{err}");
+
+    let err = render(&openstack_cp("octavia"), &shoot4, None, None)
+        .expect_err("no secret")
+        .to_string();
+    assert!(err.contains("credentials Secret does not exist"), "{err}");
+    let both = secret(
+        &[
+            ("domainName", "d"),
+            ("tenantName", "t"),
+            ("username", "u"),
+            ("password", "p"),
+            ("applicationCredentialSecret", "s"),
+        ],
+        &[],
+    );
+    let err = render(&openstack_cp("octavia"), &shoot4, Some(&both), None)
+        .expect_err("both")
+        .to_string();
+    assert!(
+        err.contains("both password and applicationCredentialSecret"),
+        "{err}"
+    );
+}
+
+#[test]
+fn image_override_wins() {
+    let cp = aws_cp(None, aws_subnets());
+    let shoot = shoot(&["IPv4"], false);
+    let spec = builtin_spec("aws").expect("spec");
+    let r = ccm::render(
+        &RenderInput {
+            cp: &cp,
+            shoot: &shoot,
+            credentials: None,
+            kube_apiserver_replicas: None,
+            image_override: Some("example.org/ccm:dev"),
+        },
+        &spec,
+    )
+    .expect("renders");
+    assert_eq!(
+        object(&r, "Deployment", "cloud-controller-manager")["spec"]["template"]["spec"]["containers"]
+            [0]["image"],
+        "example.org/ccm:dev"
+    );
+}
+
+#[test]
+fn objects_carry_owner_reference_and_desired_hash() {
+    let r = render(
+        &aws_cp(None, aws_subnets()),
+        &shoot(&["IPv4"], false),
+        None,
+        None,
+    )
+    .expect("renders");
+    let kinds: Vec<(&str, &str)> = r
+        .objects
+        .iter()
+        .map(|o| (o.kind, o.name.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("ConfigMap", "cloud-provider-config"),
+            ("Secret", "shoot-access-cloud-controller-manager"),
+            ("Service", "cloud-controller-manager"),
+            ("PodDisruptionBudget", "cloud-controller-manager"),
+            ("VerticalPodAutoscaler", "cloud-controller-manager-vpa"),
+            ("Deployment", "cloud-controller-manager"),
+        ]
+    );
+    for o in &r.objects {
+        let owner = &o.object["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], "ControlPlane");
+        assert_eq!(owner["controller"], true);
+        let hash = o.object["metadata"]["annotations"][ccm::DESIRED_HASH_ANNOTATION]
+            .as_str()
+            .expect("hash");
+        assert_eq!(hash, ccm::desired_hash(&o.object), "{}", o.kind);
+    }
+}
+
+#[test]
+fn deployment_service_and_pdb_are_valid_kubernetes_objects() {
+    use k8s_openapi::api::{
+        apps::v1::Deployment, core::v1::Service, policy::v1::PodDisruptionBudget,
+    };
+    for (cp, secret) in [
+        (aws_cp(None, aws_subnets()), aws_static_secret()),
+        (openstack_cp("ovn"), openstack_password_secret()),
+    ] {
+        let r = render(&cp, &shoot(&["IPv4"], false), Some(&secret), None).expect("renders");
+        // A field with a wrong name would be dropped by the typed round trip.
+        let dep = object(&r, "Deployment", "cloud-controller-manager");
+        let typed: Deployment = serde_json::from_value(dep.clone()).expect("Deployment");
+        assert_eq!(&serde_json::to_value(typed).expect("json"), dep);
+        let svc = object(&r, "Service", "cloud-controller-manager");
+        assert_eq!(
+            &serde_json::to_value(serde_json::from_value::<Service>(svc.clone()).expect("svc"))
+                .expect("json"),
+            svc
+        );
+        let pdb = object(&r, "PodDisruptionBudget", "cloud-controller-manager");
+        assert_eq!(
+            &serde_json::to_value(
+                serde_json::from_value::<PodDisruptionBudget>(pdb.clone()).expect("pdb")
+            )
+            .expect("json"),
+            pdb
+        );
+    }
+}
+
+#[test]
+fn a_profile_without_vpa_renders_no_vpa() {
+    let yaml = include_str!("../src/ccm/profiles/aws.yaml");
+    let cut = yaml.find("  vpa:").expect("vpa section");
+    let spec = CcmSpec::from_profile_yaml(&yaml[..cut]).expect("valid without vpa");
+    let cp = aws_cp(None, aws_subnets());
+    let shoot = shoot(&["IPv4"], false);
+    let r = ccm::render(
+        &RenderInput {
+            cp: &cp,
+            shoot: &shoot,
+            credentials: None,
+            kube_apiserver_replicas: None,
+            image_override: None,
+        },
+        &spec,
+    )
+    .expect("renders");
+    let kinds: Vec<&str> = r.objects.iter().map(|o| o.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ConfigMap",
+            "Secret",
+            "Service",
+            "PodDisruptionBudget",
+            "Deployment"
+        ]
+    );
+}

@@ -1,0 +1,94 @@
+//! The pure parts of `scion render`: finding the ControlPlane in a directory and
+//! formatting the rendered objects.
+
+mod controlplane_support;
+
+use controlplane_support::*;
+use scion::ccm::{RenderInput, builtin_spec};
+use scion::cli::render::{Output, find_controlplane, inputs_from_state, render_text};
+use scion::state::Snapshot;
+use serde_json::Value;
+
+#[test]
+fn finds_the_controlplane_among_multi_document_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sub = dir.path().join("nested");
+    std::fs::create_dir(&sub).expect("mkdir");
+    std::fs::write(
+        dir.path().join("other.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: x, namespace: shoot--foo--bar}\n---\n\
+         apiVersion: extensions.gardener.cloud/v1alpha1\nkind: ControlPlane\n\
+         metadata: {name: other, namespace: shoot--foo--bar}\n\
+         spec: {type: aws, region: r, secretRef: {name: cloudprovider}}\n",
+    )
+    .expect("write");
+    let cp = serde_json::to_string(&aws_cp(None, aws_subnets())).expect("json");
+    let mut cp: Value = serde_json::from_str(&cp).expect("value");
+    cp["kind"] = "ControlPlane".into();
+    std::fs::write(sub.join("cp.json"), cp.to_string()).expect("write");
+
+    let found = find_controlplane(dir.path(), NS, "control-plane").expect("found");
+    assert_eq!(found, aws_cp(None, aws_subnets()));
+    let err = find_controlplane(dir.path(), NS, "missing")
+        .expect_err("absent")
+        .to_string();
+    assert!(
+        err.contains("no ControlPlane shoot--foo--bar/missing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn yaml_and_json_outputs_carry_the_same_objects() {
+    let mut snapshot = Snapshot::default();
+    snapshot.insert_shoot(shoot(&["IPv4"], false));
+    snapshot.insert_object(NS, "cloudprovider", aws_static_secret());
+    let (cp, shoot, secret) =
+        inputs_from_state(&snapshot, aws_cp(None, aws_subnets())).expect("inputs");
+    assert_eq!(secret, Some(aws_static_secret()));
+    let spec = builtin_spec("aws").expect("spec");
+    let input = RenderInput {
+        cp: &cp,
+        shoot: &shoot,
+        credentials: secret.as_ref(),
+        kube_apiserver_replicas: None,
+        image_override: None,
+    };
+    let yaml = render_text(&input, &spec, Output::Yaml).expect("yaml");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&yaml).expect("yaml parses");
+    let json: Value =
+        serde_json::from_str(&render_text(&input, &spec, Output::Json).expect("json"))
+            .expect("json parses");
+    assert_eq!(json["kind"], "List");
+    assert_eq!(json["items"].as_array().expect("items"), &docs);
+    assert_eq!(docs.len(), 6);
+}
+
+#[test]
+fn render_errors_name_the_controlplane() {
+    let snapshot = Snapshot::default();
+    let err = inputs_from_state(&snapshot, aws_cp(None, aws_subnets()))
+        .expect_err("no cluster")
+        .to_string();
+    assert!(err.contains("shoot--foo--bar"), "{err}");
+    let mut s = Snapshot::default();
+    s.insert_shoot(shoot(&["IPv4"], false));
+    let cp = aws_cp(None, serde_json::json!([]));
+    let (cp, shoot, _) = inputs_from_state(&s, cp).expect("inputs");
+    let input = RenderInput {
+        cp: &cp,
+        shoot: &shoot,
+        credentials: None,
+        kube_apiserver_replicas: None,
+        image_override: None,
+    };
+    let err = format!(
+        "{:#}",
+        render_text(&input, &builtin_spec("aws").expect("spec"), Output::Yaml)
+            .expect_err("no subnet")
+    );
+    assert!(
+        err.contains("rendering ControlPlane shoot--foo--bar/control-plane"),
+        "{err}"
+    );
+}

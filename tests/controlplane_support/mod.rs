@@ -1,0 +1,173 @@
+//! Fixtures shared by the CCM and controller tests.
+#![allow(dead_code)]
+
+pub mod mock;
+
+use std::collections::BTreeMap;
+
+use scion::ccm::ControlPlane;
+use scion::state::{Hibernation, Networking, ObjectData, ShootContext};
+use serde_json::{Value, json};
+
+pub const NS: &str = "shoot--foo--bar";
+
+pub fn shoot(ip_families: &[&str], hibernated: bool) -> ShootContext {
+    let ipv6 = ip_families.contains(&"IPv6") && !ip_families.contains(&"IPv4");
+    let pods = if ipv6 {
+        "2001:db8:1::/48"
+    } else {
+        "100.96.0.0/11"
+    };
+    let mut networking = Networking {
+        ip_families: ip_families.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    networking.spec.pods = vec![pods.to_string()];
+    networking.status.pods = vec![pods.to_string()];
+    if ip_families.len() == 2 {
+        networking.status.pods.push("2001:db8:1::/48".to_string());
+    }
+    ShootContext {
+        cluster_name: NS.to_string(),
+        resource_version: Some("7".into()),
+        generic_token_kubeconfig_secret: "generic-token-kubeconfig-92e9ae14".into(),
+        kubernetes_version: semver::Version::new(1, 33, 4),
+        workers: vec![],
+        networking,
+        node_cidr_mask_size: None,
+        region: "eu-west-1".into(),
+        annotations: BTreeMap::new(),
+        provider_type: "aws".into(),
+        infrastructure_config: None,
+        control_plane_config: None,
+        hibernation: Hibernation {
+            enabled: hibernated,
+            is_hibernated: hibernated,
+        },
+        last_operation: None,
+        technical_id: Some(NS.into()),
+        deletion_timestamp: None,
+        seed_provider_type: Some("aws".into()),
+        cloud_profile_config: Some(
+            json!({"keystoneURL": "https://keystone.example.com/v3/", "requestTimeout": "60s"}),
+        ),
+    }
+}
+
+pub fn aws_cp(provider_config: Option<Value>, subnets: Value) -> ControlPlane {
+    let mut cp = json!({
+        "apiVersion": "extensions.gardener.cloud/v1alpha1",
+        "kind": "ControlPlane",
+        "metadata": {"name": "control-plane", "namespace": NS, "uid": "6f1c2b7e-0000-4000-8000-000000000001", "generation": 1},
+        "spec": {
+            "type": "aws",
+            "region": "eu-west-1",
+            "secretRef": {"name": "cloudprovider", "namespace": NS},
+            "infrastructureProviderStatus": {
+                "apiVersion": "aws.provider.extensions.gardener.cloud/v1alpha1",
+                "kind": "InfrastructureStatus",
+                "vpc": {"id": "vpc-1234", "subnets": subnets},
+            },
+        },
+    });
+    if let Some(pc) = provider_config {
+        cp["spec"]["providerConfig"] = pc;
+    }
+    serde_json::from_value(cp).expect("fixture parses")
+}
+
+pub fn aws_subnets() -> Value {
+    json!([
+        {"id": "subnet-nodes", "purpose": "nodes", "zone": "eu-west-1a"},
+        {"id": "subnet-public", "purpose": "public", "zone": "eu-west-1a"},
+        {"id": "subnet-internal", "purpose": "internal", "zone": "eu-west-1a"},
+    ])
+}
+
+pub fn openstack_cp(lb_provider: &str) -> ControlPlane {
+    serde_json::from_value(json!({
+        "apiVersion": "extensions.gardener.cloud/v1alpha1",
+        "kind": "ControlPlane",
+        "metadata": {"name": "control-plane", "namespace": NS, "uid": "6f1c2b7e-0000-4000-8000-000000000002", "generation": 1},
+        "spec": {
+            "type": "openstack",
+            "region": "eu-de-1",
+            "secretRef": {"name": "cloudprovider", "namespace": NS},
+            "providerConfig": {
+                "apiVersion": "openstack.provider.extensions.gardener.cloud/v1alpha1",
+                "kind": "ControlPlaneConfig",
+                "loadBalancerProvider": lb_provider,
+            },
+            "infrastructureProviderStatus": {
+                "apiVersion": "openstack.provider.extensions.gardener.cloud/v1alpha1",
+                "kind": "InfrastructureStatus",
+                "networks": {
+                    "id": "net-1", "name": NS,
+                    "floatingPool": {"id": "fip-1", "name": "public"},
+                    "router": {"id": "router-1"},
+                    "subnets": [{"id": "subnet-1", "purpose": "nodes"}],
+                },
+            },
+        },
+    }))
+    .expect("fixture parses")
+}
+
+pub fn secret(pairs: &[(&str, &str)], labels: &[(&str, &str)]) -> ObjectData {
+    ObjectData::Secret {
+        data: Some(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+                .collect(),
+        ),
+        labels: labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+pub fn aws_static_secret() -> ObjectData {
+    secret(
+        &[
+            ("accessKeyID", "AKIAEXAMPLE"),
+            ("secretAccessKey", "secret"),
+            (
+                "credentialsFile",
+                "[default]\naws_access_key_id=AKIAEXAMPLE\n",
+            ),
+        ],
+        &[],
+    )
+}
+
+pub fn aws_wi_secret() -> ObjectData {
+    secret(
+        &[
+            ("roleARN", "arn:aws:iam::123456789012:role/shoot"),
+            (
+                "workloadIdentityTokenFile",
+                "/var/run/secrets/gardener.cloud/workload-identity/token",
+            ),
+            ("token", "eyJ..."),
+        ],
+        &[(
+            "security.gardener.cloud/purpose",
+            "workload-identity-token-requestor",
+        )],
+    )
+}
+
+pub fn openstack_password_secret() -> ObjectData {
+    secret(
+        &[
+            ("authURL", "https://keystone.example.com/v3/"),
+            ("domainName", "dom"),
+            ("tenantName", "proj"),
+            ("username", "user"),
+            ("password", "p<a>ss&"),
+        ],
+        &[],
+    )
+}

@@ -1,0 +1,450 @@
+//! `--objects-dir DIR`: the state read from Kubernetes objects in files, so
+//! scion runs with no cluster at all.
+//!
+//! Every `*.yaml`, `*.yml` and `*.json` file under DIR (recursively) is read;
+//! YAML files may hold several documents, and any file may hold a `kind: List`.
+//! Hidden files and folders (name starting with `.`) are skipped, which also
+//! skips the `..data` links of a mounted ConfigMap; symlinked files are
+//! followed, symlinked folders are not. Each reload builds a whole new
+//! [`Snapshot`] and swaps it in, so readers never see half a reload.
+//!
+//! A file that does not parse is reported (path, line, column) and the other
+//! files load. If it parsed before, its previous content is kept until it is
+//! fixed or removed: a half-saved file must not make a shoot disappear and every
+//! webhook call for it fail.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::objects::{DecodedObject, decode_object, list_items};
+use super::{
+    ObjectData, ObjectKind, PrunedObject, ShootContext, Snapshot, StateError, StateSource,
+};
+
+/// A problem with one file (or one object in it). The others still load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadProblem {
+    pub path: PathBuf,
+    /// 1-based line and column, when the parser knows them.
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub message: String,
+}
+
+impl fmt::Display for LoadProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Errors that stop the objects directory from being used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsDirError {
+    #[error("objects directory {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("objects directory {} is not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("cannot watch objects directory {}: {reason}", path.display())]
+    Watch { path: PathBuf, reason: String },
+}
+
+/// The objects-directory state source. Cheap to clone (shared inside).
+#[derive(Clone)]
+pub struct ObjectsDir {
+    pub(super) inner: Arc<Inner>,
+}
+
+pub(super) struct Inner {
+    pub(super) dir: PathBuf,
+    current: ArcSwap<Snapshot>,
+    problems: ArcSwap<Vec<LoadProblem>>,
+    /// What each file held at the last reload; also serialises reloads.
+    files: Mutex<BTreeMap<PathBuf, FileEntry>>,
+}
+
+/// A file's identity at the time it was read: it is re-read only when this changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    #[cfg(unix)]
+    inode: u64,
+    #[cfg(unix)]
+    ctime_ns: i128,
+}
+
+struct FileEntry {
+    stamp: Stamp,
+    objects: Vec<DecodedObject>,
+    problems: Vec<LoadProblem>,
+}
+
+impl fmt::Debug for ObjectsDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectsDir")
+            .field("dir", &self.inner.dir)
+            .field("shoots", &self.inner.current.load().shoot_count())
+            .finish()
+    }
+}
+
+impl ObjectsDir {
+    /// Read DIR once. Problems with single files are returned, not fatal; only a
+    /// DIR that does not exist or is not a directory is an error.
+    pub fn load(dir: impl Into<PathBuf>) -> Result<(Self, Vec<LoadProblem>), ObjectsDirError> {
+        let dir = dir.into();
+        let meta = std::fs::metadata(&dir).map_err(|source| ObjectsDirError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        if !meta.is_dir() {
+            return Err(ObjectsDirError::NotADirectory { path: dir });
+        }
+        let this = ObjectsDir {
+            inner: Arc::new(Inner {
+                dir,
+                current: ArcSwap::from_pointee(Snapshot::default()),
+                problems: ArcSwap::from_pointee(Vec::new()),
+                files: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        let problems = this.reload();
+        Ok((this, problems))
+    }
+
+    /// The directory read.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Re-read DIR: files whose size, mtime, ctime or inode changed are parsed
+    /// again, removed files are dropped, and a new snapshot is swapped in.
+    /// Returns all current problems.
+    pub fn reload(&self) -> Vec<LoadProblem> {
+        let mut files = self
+            .inner
+            .files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut problems = Vec::new();
+        let found = scan(&self.inner.dir, &mut problems);
+        files.retain(|path, _| found.iter().any(|(p, _)| p == path));
+        for (path, stamp) in found {
+            if files.get(&path).is_some_and(|e| e.stamp == stamp) {
+                continue;
+            }
+            let entry = match read_file(&path) {
+                Ok((objects, problems)) => FileEntry {
+                    stamp,
+                    objects,
+                    problems,
+                },
+                Err(mut problem) => match files.remove(&path) {
+                    Some(previous) if !previous.objects.is_empty() => {
+                        problem
+                            .message
+                            .push_str(" (keeping the previous content of this file)");
+                        FileEntry {
+                            stamp,
+                            objects: previous.objects,
+                            problems: vec![problem],
+                        }
+                    }
+                    _ => FileEntry {
+                        stamp,
+                        objects: Vec::new(),
+                        problems: vec![problem],
+                    },
+                },
+            };
+            files.insert(path, entry);
+        }
+        let snapshot = build_snapshot(&files, &mut problems);
+        for entry in files.values() {
+            problems.extend(entry.problems.iter().cloned());
+        }
+        problems.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+        self.inner.current.store(Arc::new(snapshot));
+        self.inner.problems.store(Arc::new(problems.clone()));
+        problems
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner.current.load_full()
+    }
+
+    /// The problems of the last reload.
+    pub fn problems(&self) -> Vec<LoadProblem> {
+        self.inner.problems.load().as_ref().clone()
+    }
+
+    /// The ControlPlane `namespace/name`, raw (`managedFields` stripped).
+    pub fn controlplane(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.inner
+            .current
+            .load()
+            .controlplane(namespace, name)
+            .cloned()
+    }
+
+    /// All ControlPlanes, ordered by namespace and name.
+    pub fn controlplanes(&self) -> Vec<Value> {
+        self.inner.current.load().controlplanes().cloned().collect()
+    }
+}
+
+impl StateSource for ObjectsDir {
+    fn shoot(&self, namespace: &str) -> Result<Arc<ShootContext>, StateError> {
+        self.inner.current.load().get_shoot(namespace)
+    }
+
+    fn object<'a>(
+        &'a self,
+        kind: ObjectKind,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ObjectData>, StateError>> {
+        let found = self
+            .inner
+            .current
+            .load()
+            .get_object(kind, namespace, name)
+            .cloned();
+        Box::pin(async move { Ok(found) })
+    }
+
+    /// The first load happens in [`ObjectsDir::load`], so this is always true.
+    fn is_synced(&self) -> bool {
+        true
+    }
+}
+
+/// The object files under `dir`, sorted, with their stamps.
+fn scan(dir: &Path, problems: &mut Vec<LoadProblem>) -> Vec<(PathBuf, Stamp)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) => {
+                problems.push(problem(&folder, format!("cannot read folder: {e}")));
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            if file_type.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if !is_object_file(&path) {
+                continue;
+            }
+            // Follows a symlinked file; a dangling link is reported.
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => out.push((path, stamp(&meta))),
+                Ok(_) => {}
+                Err(e) => problems.push(problem(&path, format!("cannot read file: {e}"))),
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn is_object_file(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    #[cfg(unix)]
+    use std::os::unix::fs::MetadataExt as _;
+    Stamp {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        #[cfg(unix)]
+        inode: meta.ino(),
+        #[cfg(unix)]
+        ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+    }
+}
+
+fn problem(path: &Path, message: String) -> LoadProblem {
+    LoadProblem {
+        path: path.to_path_buf(),
+        line: None,
+        column: None,
+        message,
+    }
+}
+
+/// Parse one file. `Err` is a file that does not parse at all; problems with
+/// single objects in a file that parses come back next to the good objects.
+fn read_file(path: &Path) -> Result<(Vec<DecodedObject>, Vec<LoadProblem>), LoadProblem> {
+    let bytes = std::fs::read(path).map_err(|e| problem(path, format!("cannot read file: {e}")))?;
+    let documents = parse_documents(path, &bytes)?;
+    let mut objects = Vec::new();
+    let mut problems = Vec::new();
+    let several = documents.len() > 1;
+    for (index, mut document) in documents.into_iter().enumerate() {
+        let at = |message: String| {
+            if several {
+                problem(path, format!("document {}: {message}", index + 1))
+            } else {
+                problem(path, message)
+            }
+        };
+        let items = match list_items(&mut document) {
+            None => vec![document],
+            Some(Ok(items)) => items,
+            Some(Err(e)) => {
+                problems.push(at(e));
+                continue;
+            }
+        };
+        for item in items {
+            match decode_object(item) {
+                Ok(DecodedObject::Ignored { api_version, kind }) => {
+                    tracing::debug!(path = %path.display(), %api_version, %kind, "ignoring object of a kind scion does not use");
+                }
+                Ok(DecodedObject::MalformedCluster(e)) => {
+                    problems.push(at(e.to_string()));
+                    objects.push(DecodedObject::MalformedCluster(e));
+                }
+                Ok(object) => objects.push(object),
+                Err(e) => problems.push(at(e)),
+            }
+        }
+    }
+    Ok((objects, problems))
+}
+
+fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem> {
+    let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
+    if is_json {
+        return serde_json::from_slice::<PrunedObject>(bytes)
+            .map(|PrunedObject(v)| vec![v])
+            .map_err(|e| LoadProblem {
+                path: path.to_path_buf(),
+                line: Some(e.line() as u64),
+                column: Some(e.column() as u64),
+                message: format!("invalid JSON: {e}"),
+            });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        problem(
+            path,
+            format!("not UTF-8 text (at byte {})", e.valid_up_to()),
+        )
+    })?;
+    let documents: Vec<PrunedObject> = serde_saphyr::from_multiple(text).map_err(|e| {
+        let location = e.location();
+        LoadProblem {
+            path: path.to_path_buf(),
+            line: location.map(|l| l.line()),
+            column: location.map(|l| l.column()),
+            message: format!("invalid YAML: {}", first_line(&e.to_string())),
+        }
+    })?;
+    Ok(documents
+        .into_iter()
+        .map(|PrunedObject(v)| v)
+        .filter(|v| !v.is_null())
+        .collect())
+}
+
+/// serde-saphyr renders a source snippet below the message; the location is
+/// reported separately, so keep the message only.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text).trim()
+}
+
+/// Merge all files, in path order, into one snapshot. An object defined in two
+/// files is reported; the later file wins.
+fn build_snapshot<'a>(
+    files: &'a BTreeMap<PathBuf, FileEntry>,
+    problems: &mut Vec<LoadProblem>,
+) -> Snapshot {
+    let mut snapshot = Snapshot::default();
+    let mut seen: HashMap<String, &Path> = HashMap::new();
+    let mut duplicate = |key: String, path: &'a Path| {
+        if let Some(first) = seen
+            .insert(key.clone(), path)
+            .filter(|first| *first != path)
+        {
+            problems.push(problem(
+                path,
+                format!(
+                    "{key} is also defined in {}; using this file",
+                    first.display()
+                ),
+            ));
+        }
+    };
+    for (path, entry) in files {
+        for object in &entry.objects {
+            match object {
+                DecodedObject::Shoot(ctx) => {
+                    duplicate(format!("Cluster {}", ctx.cluster_name), path);
+                    snapshot.insert_shared_shoot(ctx.clone());
+                }
+                DecodedObject::MalformedCluster(e) => {
+                    if let StateError::ClusterMalformed { name, .. } = e {
+                        duplicate(format!("Cluster {name}"), path);
+                    }
+                    snapshot.insert_malformed(e.clone());
+                }
+                DecodedObject::Object {
+                    namespace,
+                    name,
+                    data,
+                } => {
+                    let kind = match data {
+                        ObjectData::Secret { .. } => "Secret",
+                        ObjectData::ConfigMap { .. } => "ConfigMap",
+                    };
+                    duplicate(format!("{kind} {namespace}/{name}"), path);
+                    snapshot.insert_object(namespace, name, data.clone());
+                }
+                DecodedObject::ControlPlane {
+                    namespace,
+                    name,
+                    object,
+                } => {
+                    duplicate(format!("ControlPlane {namespace}/{name}"), path);
+                    snapshot.insert_controlplane(namespace, name, object.clone());
+                }
+                DecodedObject::Ignored { .. } => {}
+            }
+        }
+    }
+    snapshot
+}

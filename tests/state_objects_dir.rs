@@ -232,6 +232,12 @@ metadata:
 apiVersion: v1
 kind: Secret
 metadata:
+  name: yes
+  namespace: shoot--good--one
+---
+apiVersion: v1
+kind: Secret
+metadata:
   name: fine
   namespace: shoot--good--one
 stringData:
@@ -246,20 +252,28 @@ stringData:
 
     let (dir, problems) = ObjectsDir::load(d).unwrap();
     let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-    assert_eq!(problems.len(), 5, "{text:#?}");
+    assert_eq!(problems.len(), 6, "{text:#?}");
 
     let yaml = problems
         .iter()
         .find(|p| p.path.ends_with("sub/broken.yaml"))
         .expect("broken YAML reported");
     assert_eq!(yaml.line, Some(5), "{yaml}");
-    assert!(yaml.message.starts_with("invalid YAML"), "{yaml}");
+    assert!(yaml.message.starts_with("invalid YAML: "), "{yaml}");
+    assert!(
+        !yaml.message.contains("line 5"),
+        "location only once: {yaml}"
+    );
     let json = problems
         .iter()
         .find(|p| p.path.ends_with("broken.json"))
         .expect("broken JSON reported");
     assert_eq!(json.line, Some(4), "{json}");
     assert!(json.to_string().contains("broken.json:4:"), "{json}");
+    assert!(
+        !json.message.contains("at line"),
+        "location only once: {json}"
+    );
 
     assert!(
         text.iter()
@@ -271,6 +285,12 @@ stringData:
         text.iter()
             .any(|t| t
                 .contains("document 2: Secret nameless-namespace: metadata.namespace is required")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter().any(|t| t.contains(
+            "document 3: Secret: metadata.name: expected a string, found true (quote it in YAML)"
+        )),
         "{text:#?}"
     );
     assert!(

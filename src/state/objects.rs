@@ -107,19 +107,23 @@ fn str_field<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 fn namespaced_name(object: &Value, kind: &str) -> Result<(String, String), String> {
-    let name = object.pointer("/metadata/name").and_then(Value::as_str);
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    match (namespace, name) {
-        (Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
-            Ok((ns.to_string(), name.to_string()))
-        }
-        (_, None) | (_, Some("")) => Err(format!("{kind}: metadata.name is required")),
-        (_, Some(name)) => Err(format!(
-            "{kind} {name}: metadata.namespace is required (the shoot namespace)"
+    let field = |key: &str| match object.pointer(&format!("/metadata/{key}")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "{kind}: metadata.{key}: expected a string, found {other} (quote it in YAML)"
         )),
-    }
+    };
+    let Some(name) = field("name")? else {
+        return Err(format!("{kind}: metadata.name is required"));
+    };
+    let Some(namespace) = field("namespace")? else {
+        return Err(format!(
+            "{kind} {name}: metadata.namespace is required (the shoot namespace)"
+        ));
+    };
+    Ok((namespace, name))
 }
 
 fn labels(object: &Value) -> Result<BTreeMap<String, String>, String> {

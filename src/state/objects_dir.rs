@@ -356,7 +356,7 @@ fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem>
                 path: path.to_path_buf(),
                 line: Some(e.line() as u64),
                 column: Some(e.column() as u64),
-                message: format!("invalid JSON: {e}"),
+                message: format!("invalid JSON: {}", without_location(&e.to_string())),
             });
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -371,7 +371,7 @@ fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem>
             path: path.to_path_buf(),
             line: location.map(|l| l.line()),
             column: location.map(|l| l.column()),
-            message: format!("invalid YAML: {}", first_line(&e.to_string())),
+            message: format!("invalid YAML: {}", without_location(&e.to_string())),
         }
     })?;
     Ok(documents
@@ -381,10 +381,21 @@ fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem>
         .collect())
 }
 
-/// serde-saphyr renders a source snippet below the message; the location is
-/// reported separately, so keep the message only.
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text).trim()
+/// The parser's message without its own rendering of the location (reported
+/// separately): serde-saphyr writes `error: line L column C: message` and a
+/// source snippet below, serde_json `message at line L column C`.
+fn without_location(text: &str) -> String {
+    let first = text.lines().next().unwrap_or(text).trim();
+    let mut message = first.strip_prefix("error: ").unwrap_or(first);
+    if let Some(rest) = message.strip_prefix("line ")
+        && let Some((_, after)) = rest.split_once(": ")
+    {
+        message = after;
+    }
+    match message.rfind(" at line ") {
+        Some(at) if message[at..].contains(" column ") => message[..at].to_string(),
+        _ => message.to_string(),
+    }
 }
 
 /// Merge all files, in path order, into one snapshot. An object defined in two

@@ -1,46 +1,14 @@
 //! The objects directory: file shapes, recursion, broken files, live re-read,
 //! and the example objects shipped in examples/objects.
 
+mod state_support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+
+use state_support::{cluster_yaml, write};
 
 use scion::state::{ObjectData, ObjectKind, ObjectsDir, ObjectsDirError, StateError, StateSource};
-
-fn cluster_yaml(name: &str, version: &str) -> String {
-    format!(
-        "apiVersion: extensions.gardener.cloud/v1alpha1
-kind: Cluster
-metadata:
-  name: {name}
-spec:
-  cloudProfile:
-    apiVersion: core.gardener.cloud/v1beta1
-    kind: CloudProfile
-  seed:
-    apiVersion: core.gardener.cloud/v1beta1
-    kind: Seed
-    spec:
-      provider:
-        type: aws
-  shoot:
-    apiVersion: core.gardener.cloud/v1beta1
-    kind: Shoot
-    spec:
-      region: eu-west-1
-      provider:
-        type: aws
-      kubernetes:
-        version: \"{version}\"
-"
-    )
-}
-
-fn write(dir: &Path, rel: &str, text: &str) {
-    let path = dir.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn secret(dir: &ObjectsDir, ns: &str, name: &str) -> Option<ObjectData> {
     dir.snapshot()
@@ -342,78 +310,6 @@ fn a_missing_directory_is_an_error() {
     std::fs::write(&file, "").unwrap();
     let err = ObjectsDir::load(&file).unwrap_err();
     assert!(err.to_string().contains("is not a directory"), "{err}");
-}
-
-/// Poll `check` for up to 5 s.
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-#[tokio::test]
-async fn changes_are_picked_up_live() {
-    let tmp = tempfile::tempdir().unwrap();
-    let d = tmp.path().to_path_buf();
-    write(&d, "one.yaml", &cluster_yaml("shoot--live--one", "1.32.0"));
-    let (dir, _) = ObjectsDir::load(&d).unwrap();
-    let watch = dir.watch(Duration::from_millis(50)).unwrap();
-
-    // A new file in a new folder.
-    write(
-        &d,
-        "new/two.yaml",
-        &cluster_yaml("shoot--live--two", "1.33.1"),
-    );
-    eventually("new Cluster appears", || {
-        dir.shoot("shoot--live--two").is_ok()
-    })
-    .await;
-
-    // An edited file.
-    write(&d, "one.yaml", &cluster_yaml("shoot--live--one", "1.33.0"));
-    eventually("edited Cluster changes", || {
-        dir.shoot("shoot--live--one")
-            .is_ok_and(|c| c.kubernetes_version.to_string() == "1.33.0")
-    })
-    .await;
-
-    // A file that breaks keeps its previous content, and the break is reported.
-    write(&d, "one.yaml", "kind: Cluster\nmetadata: [unclosed\n");
-    eventually("broken file reported", || {
-        dir.problems().iter().any(|p| p.path.ends_with("one.yaml"))
-    })
-    .await;
-    let problem = dir
-        .problems()
-        .into_iter()
-        .find(|p| p.path.ends_with("one.yaml"))
-        .unwrap();
-    assert!(
-        problem.message.contains("keeping the previous content"),
-        "{problem}"
-    );
-    assert_eq!(
-        dir.shoot("shoot--live--one")
-            .unwrap()
-            .kubernetes_version
-            .to_string(),
-        "1.33.0"
-    );
-
-    // A removed file takes its objects with it.
-    std::fs::remove_file(d.join("one.yaml")).unwrap();
-    eventually("removed Cluster disappears", || {
-        dir.shoot("shoot--live--one").is_err() && dir.problems().is_empty()
-    })
-    .await;
-    assert!(dir.shoot("shoot--live--two").is_ok());
-    watch.abort();
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! an objects directory.
 
 mod context;
+mod files;
 mod kube;
 mod objects;
 mod objects_dir;
@@ -11,9 +12,10 @@ mod snapshot;
 mod watch;
 
 pub use context::{Cidrs, Hibernation, LastOperation, Networking, ShootContext, WorkerPool};
+pub use files::LoadProblem;
 pub use kube::{KubeState, KubeStateOptions};
 pub use objects::{DecodedObject, decode_object};
-pub use objects_dir::{LoadProblem, ObjectsDir, ObjectsDirError};
+pub use objects_dir::{ObjectsDir, ObjectsDirError};
 pub use project::{
     GENERIC_TOKEN_KUBECONFIG_ANNOTATION, GENERIC_TOKEN_KUBECONFIG_DEFAULT, parse_version,
     project_cluster,

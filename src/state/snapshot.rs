@@ -64,16 +64,6 @@ impl Snapshot {
         self.controlplanes.values()
     }
 
-    /// Whether a Cluster (well-formed or not) named `name` is present.
-    pub fn has_cluster(&self, name: &str) -> bool {
-        self.shoots.contains_key(name) || self.malformed.contains_key(name)
-    }
-
-    /// Whether the Secret or ConfigMap is present.
-    pub fn has_object(&self, kind: ObjectKind, namespace: &str, name: &str) -> bool {
-        self.get_object(kind, namespace, name).is_some()
-    }
-
     /// Add (or replace) a Secret or ConfigMap.
     pub fn insert_object(&mut self, namespace: &str, name: &str, data: ObjectData) {
         let kind = match data {

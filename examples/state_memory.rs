@@ -260,7 +260,7 @@ fn seed() -> Value {
 }
 
 fn shoot(i: usize, ns: &str) -> Value {
-    let ipv6 = i % 10 == 0;
+    let ipv6 = i.is_multiple_of(10);
     let workers: Vec<Value> = (0..1 + i % 3)
         .map(|w| {
             let mut pool = json!({"name": format!("pool-{w}"),
@@ -280,13 +280,13 @@ fn shoot(i: usize, ns: &str) -> Value {
         "spec": {"region": "eu-west-1", "kubernetes": {"version": format!("1.33.{}", i % 5), "kubeControllerManager": {"nodeCIDRMaskSize": 24}},
             "networking": {"type": "calico", "ipFamilies": if ipv6 { json!(["IPv4", "IPv6"]) } else { json!(["IPv4"]) },
                 "pods": "100.64.0.0/12", "nodes": "10.180.0.0/16", "services": "100.104.0.0/13"},
-            "hibernation": {"enabled": i % 7 == 0},
+            "hibernation": {"enabled": i.is_multiple_of(7)},
             "provider": {"type": "aws", "workers": workers,
                 "infrastructureConfig": {"apiVersion": "aws.provider.extensions.gardener.cloud/v1alpha1", "kind": "InfrastructureConfig",
                     "networks": {"vpc": {"cidr": "10.180.0.0/16"}, "zones": [{"name": "eu-west-1a", "workers": "10.180.0.0/19", "public": "10.180.32.0/20", "internal": "10.180.48.0/20"}]}},
                 "controlPlaneConfig": {"apiVersion": "aws.provider.extensions.gardener.cloud/v1alpha1", "kind": "ControlPlaneConfig",
                     "cloudControllerManager": {"useCustomRouteController": true}}}},
-        "status": {"technicalID": ns, "isHibernated": i % 7 == 0,
+        "status": {"technicalID": ns, "isHibernated": i.is_multiple_of(7),
             "lastOperation": {"type": "Reconcile", "state": "Succeeded", "progress": 100},
             "networking": {"pods": ["100.64.0.0/12"], "nodes": ["10.180.0.0/16"], "services": ["100.104.0.0/13"]}}
     })

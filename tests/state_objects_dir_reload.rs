@@ -67,7 +67,11 @@ async fn changes_are_picked_up_live() {
 
     // An atomic replace (write a hidden temporary file, rename it over the old
     // one), as editors and ConfigMap mounts do.
-    write(&d, "new/.two.yaml.tmp", &cluster_yaml("shoot--live--two", "1.34.0"));
+    write(
+        &d,
+        "new/.two.yaml.tmp",
+        &cluster_yaml("shoot--live--two", "1.34.0"),
+    );
     std::fs::rename(d.join("new/.two.yaml.tmp"), d.join("new/two.yaml")).unwrap();
     eventually("renamed file is read", || {
         dir.shoot("shoot--live--two")

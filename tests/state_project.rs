@@ -85,8 +85,8 @@ fn aws_ipv4_cluster_projects_every_field() {
         true
     );
     assert_eq!(cp["storage"]["managedDefaultClass"], true);
-    assert_eq!(ctx.hibernation.enabled, false);
-    assert_eq!(ctx.hibernation.is_hibernated, false);
+    assert!(!ctx.hibernation.enabled);
+    assert!(!ctx.hibernation.is_hibernated);
     assert_eq!(
         ctx.last_operation,
         Some(LastOperation {
@@ -269,11 +269,12 @@ fn malformed(mutate: impl FnOnce(&mut Value)) -> (String, String, String) {
 
 #[test]
 fn malformed_clusters_name_the_cluster_and_the_field() {
-    let shoot = "/spec/shoot";
-    let cases: Vec<(Box<dyn FnOnce(&mut Value)>, &str, &str)> = vec![
+    const SHOOT: &str = "/spec/shoot";
+    type Mutation = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(Mutation, &str, &str)> = vec![
         (
             Box::new(|c| {
-                *c.pointer_mut(&format!("{shoot}/spec/kubernetes/version"))
+                *c.pointer_mut(&format!("{SHOOT}/spec/kubernetes/version"))
                     .unwrap() = json!("1.x")
             }),
             "spec.shoot.spec.kubernetes.version",
@@ -281,7 +282,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         ),
         (
             Box::new(|c| {
-                *c.pointer_mut(&format!("{shoot}/spec/kubernetes/version"))
+                *c.pointer_mut(&format!("{SHOOT}/spec/kubernetes/version"))
                     .unwrap() = json!(1.3)
             }),
             "spec.shoot.spec.kubernetes.version",
@@ -289,7 +290,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         ),
         (
             Box::new(|c| {
-                c.pointer_mut(&format!("{shoot}/spec/kubernetes")).unwrap()["version"] = Value::Null
+                c.pointer_mut(&format!("{SHOOT}/spec/kubernetes")).unwrap()["version"] = Value::Null
             }),
             "spec.shoot.spec.kubernetes.version",
             "missing",
@@ -309,7 +310,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         (
             Box::new(|c| {
                 *c.pointer_mut(&format!(
-                    "{shoot}/spec/provider/workers/1/kubernetes/version"
+                    "{SHOOT}/spec/provider/workers/1/kubernetes/version"
                 ))
                 .unwrap() = json!("latest")
             }),
@@ -318,7 +319,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         ),
         (
             Box::new(|c| {
-                *c.pointer_mut(&format!("{shoot}/spec/networking/ipFamilies"))
+                *c.pointer_mut(&format!("{SHOOT}/spec/networking/ipFamilies"))
                     .unwrap() = json!(["IPv4", 6])
             }),
             "spec.shoot.spec.networking.ipFamilies[1]",
@@ -326,7 +327,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         ),
         (
             Box::new(|c| {
-                *c.pointer_mut(&format!("{shoot}/status/isHibernated"))
+                *c.pointer_mut(&format!("{SHOOT}/status/isHibernated"))
                     .unwrap() = json!("no")
             }),
             "spec.shoot.status.isHibernated",
@@ -335,7 +336,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         (
             Box::new(|c| {
                 *c.pointer_mut(&format!(
-                    "{shoot}/spec/kubernetes/kubeControllerManager/nodeCIDRMaskSize"
+                    "{SHOOT}/spec/kubernetes/kubeControllerManager/nodeCIDRMaskSize"
                 ))
                 .unwrap() = json!("24")
             }),
@@ -344,7 +345,7 @@ fn malformed_clusters_name_the_cluster_and_the_field() {
         ),
         (
             Box::new(|c| {
-                *c.pointer_mut(&format!("{shoot}/metadata/annotations"))
+                *c.pointer_mut(&format!("{SHOOT}/metadata/annotations"))
                     .unwrap() = json!({"a": true})
             }),
             "spec.shoot.metadata.annotations.a",

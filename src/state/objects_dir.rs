@@ -13,7 +13,7 @@
 //! fixed or removed: a half-saved file must not make a shoot disappear and every
 //! webhook call for it fail.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,7 +22,7 @@ use arc_swap::ArcSwap;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::files::{LoadProblem, Stamp, problem, read_file, scan};
+use super::files::{LoadProblem, Stamp, problem, read_files, scan};
 use super::objects::DecodedObject;
 use super::{ObjectData, ObjectKind, ShootContext, Snapshot, StateError, StateSource};
 
@@ -110,12 +110,16 @@ impl ObjectsDir {
             .unwrap_or_else(PoisonError::into_inner);
         let mut problems = Vec::new();
         let found = scan(&self.inner.dir, &mut problems);
-        files.retain(|path, _| found.iter().any(|(p, _)| p == path));
-        for (path, stamp) in found {
-            if files.get(&path).is_some_and(|e| e.stamp == stamp) {
-                continue;
-            }
-            let entry = match read_file(&path) {
+        let present: HashSet<&PathBuf> = found.iter().map(|(p, _)| p).collect();
+        files.retain(|path, _| present.contains(path));
+        let changed: Vec<(PathBuf, Stamp)> = found
+            .into_iter()
+            .filter(|(path, stamp)| !files.get(path).is_some_and(|e| &e.stamp == stamp))
+            .collect();
+        let paths: Vec<&Path> = changed.iter().map(|(p, _)| p.as_path()).collect();
+        let parsed = read_files(&paths);
+        for ((path, stamp), result) in changed.into_iter().zip(parsed) {
+            let entry = match result {
                 Ok((objects, problems)) => FileEntry {
                     stamp,
                     objects,

@@ -8,8 +8,9 @@
 #    a temporary directory;
 # 2. loads them in-process with `ObjectsDir` and prints VmRSS/VmHWM;
 # 3. if the scion binary has a `serve` command, starts
-#    `scion serve --objects-dir DIR` (plus $SCION_SERVE_ARGS) and prints its
-#    VmRSS/VmHWM once it is up.
+#    `scion serve --objects-dir DIR` (plus $SCION_SERVE_ARGS, e.g.
+#    "--provider aws") and prints its VmRSS/VmHWM once its log says it is
+#    listening or ready.
 set -euo pipefail
 
 clusters="${1:-250}"
@@ -35,7 +36,8 @@ echo "== scion serve --objects-dir $dir ${SCION_SERVE_ARGS:-}"
 # shellcheck disable=SC2086
 "$root/target/release/scion" serve --objects-dir "$dir" ${SCION_SERVE_ARGS:-} >"$dir.serve.log" 2>&1 &
 serve_pid=$!
-for _ in $(seq 1 100); do
+# Up to 60 s: loading 250 YAML Clusters takes ~10 s on a busy 2-core machine.
+for _ in $(seq 1 600); do
   if ! kill -0 "$serve_pid" 2>/dev/null; then
     echo "scion serve exited; its log:" && cat "$dir.serve.log" && exit 1
   fi

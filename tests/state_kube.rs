@@ -361,6 +361,75 @@ async fn api_errors_become_clear_errors() {
         .await
         .unwrap_err();
     assert!(matches!(err, StateError::Api { .. }), "{err:?}");
-    assert!(err.to_string().contains("502"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "could not get secret 'shoot--dev--aws/cloudprovider': API server answered 502: <html>bad gateway</html>"
+    );
     server.await.unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_watch_relists_and_drops_clusters_deleted_meanwhile() {
+    let (state, mut api) = state(Duration::from_secs(2));
+    let runner = state.spawn();
+    let list = |items: Vec<Value>, rv: &str| {
+        json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "ClusterList",
+            "metadata": {"resourceVersion": rv}, "items": items})
+        .to_string()
+    };
+    let (_, send) = next(&mut api).await;
+    respond(
+        send,
+        StatusCode::OK,
+        list(
+            vec![
+                cluster("shoot--a--one", "1.33.0", "1"),
+                cluster("shoot--a--two", "1.33.0", "2"),
+            ],
+            "5",
+        ),
+    );
+    tokio::time::timeout(Duration::from_secs(5), state.wait_synced())
+        .await
+        .unwrap();
+    assert_eq!(state.cluster_count(), 2);
+
+    // The watch's resourceVersion is too old: the server says 410 Gone.
+    let (request, send) = next(&mut api).await;
+    assert!(
+        request
+            .uri()
+            .query()
+            .unwrap_or_default()
+            .contains("watch=true")
+    );
+    let gone = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+        "status": "Failure", "reason": "Expired", "code": 410,
+        "message": "too old resource version: 5 (900)"}});
+    respond(send, StatusCode::OK, format!("{gone}\n"));
+
+    // Re-list: `two` was deleted while we were not watching.
+    let (request, send) = next(&mut api).await;
+    assert!(
+        !request
+            .uri()
+            .query()
+            .unwrap_or_default()
+            .contains("watch=true")
+    );
+    respond(
+        send,
+        StatusCode::OK,
+        list(vec![cluster("shoot--a--one", "1.33.1", "901")], "902"),
+    );
+    eventually("re-list replaced the projection", || {
+        state.cluster_count() == 1 && version(&state, "shoot--a--one").as_deref() == Some("1.33.1")
+    })
+    .await;
+    assert!(state.is_synced(), "stays ready while re-listing");
+    assert!(matches!(
+        state.shoot("shoot--a--two"),
+        Err(StateError::ClusterNotFound { .. })
+    ));
+    runner.abort();
 }

@@ -211,16 +211,30 @@ fn describe(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) => {
             let mut out = format!("API server answered {}", status.code);
-            if !status.reason.is_empty() {
+            // kube's stand-in reason when the body was not a Kubernetes Status
+            // (a proxy's HTML page, say): not worth repeating.
+            if !status.reason.is_empty() && status.reason != "Failed to parse error data" {
                 out.push_str(&format!(" {}", status.reason));
             }
             if !status.message.is_empty() {
-                out.push_str(&format!(": {}", status.message));
+                out.push_str(&format!(": {}", truncate(&status.message, 300)));
             }
             out
         }
         other => other.to_string(),
     }
+}
+
+/// At most `max` bytes of `text` (on a character boundary), marked when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 fn secret_data(secret: Secret) -> ObjectData {

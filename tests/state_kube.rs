@@ -1,30 +1,15 @@
-//! The API source against a mock API server (`tower_test::mock::pair`, in the
-//! style of controller-rs' ApiServerVerifier): each step awaits the next
-//! request, asserts it, and answers. A request that never comes is a timeout;
-//! a request that never gets an answer exercises our own timeouts.
+//! The API source's Cluster watch against a mock API server: initial list,
+//! watch events, failures and re-lists.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod state_support;
 
-use http::{Request, Response, StatusCode};
-use kube::Client;
-use kube::client::Body;
-use scion::state::{KubeState, KubeStateOptions, ObjectData, ObjectKind, StateError, StateSource};
+use std::time::Duration;
+
+use http::StatusCode;
+use scion::state::{KubeState, StateError, StateSource};
 use serde_json::{Value, json};
-use tower_test::mock::{self, Handle, SendResponse};
-
-type ApiHandle = Handle<Request<Body>, Response<Body>>;
-
-fn state(get_timeout: Duration) -> (Arc<KubeState>, ApiHandle) {
-    let (service, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    let client = Client::new(service, "default");
-    let options = KubeStateOptions {
-        get_timeout,
-        ..KubeStateOptions::default()
-    };
-    (Arc::new(KubeState::new(client, options)), handle)
-}
+use state_support::eventually;
+use state_support::mock_api::{next, respond, state, status_body};
 
 fn fixture_cluster() -> Value {
     let path = format!(
@@ -42,40 +27,7 @@ fn cluster(name: &str, version: &str, resource_version: &str) -> Value {
     c
 }
 
-fn respond(send: SendResponse<Response<Body>>, status: StatusCode, body: String) {
-    let response = Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::from(body.into_bytes()))
-        .unwrap();
-    send.send_response(response);
-}
-
-fn status_body(code: u16, reason: &str, message: &str) -> String {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-           "message": message, "reason": reason, "code": code})
-    .to_string()
-}
-
-async fn next(handle: &mut ApiHandle) -> (Request<Body>, SendResponse<Response<Body>>) {
-    tokio::time::timeout(Duration::from_secs(5), handle.next_request())
-        .await
-        .expect("the state source did not send the expected request")
-        .expect("the client was dropped")
-}
-
 const CLUSTERS: &str = "/apis/extensions.gardener.cloud/v1alpha1/clusters";
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 fn version(state: &KubeState, ns: &str) -> Option<String> {
     state
@@ -194,178 +146,6 @@ async fn a_failing_list_is_retried_without_becoming_ready() {
         .await
         .expect("synced after the retry");
     runner.abort();
-}
-
-#[tokio::test]
-async fn secret_and_configmap_gets_are_live() {
-    let (state, mut api) = state(Duration::from_secs(2));
-    let server = tokio::spawn(async move {
-        let (request, send) = next(&mut api).await;
-        assert_eq!(request.method(), "GET");
-        assert_eq!(
-            request.uri().path(),
-            "/api/v1/namespaces/shoot--dev--aws/secrets/cloudprovider"
-        );
-        let secret = json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "cloudprovider", "namespace": "shoot--dev--aws",
-                         "labels": {"gardener.cloud/purpose": "cloudprovider"}},
-            "data": {"accessKeyID": "Zm9v"}});
-        respond(send, StatusCode::OK, secret.to_string());
-
-        let (request, send) = next(&mut api).await;
-        assert_eq!(
-            request.uri().path(),
-            "/api/v1/namespaces/shoot--dev--aws/configmaps/cloud-provider-config"
-        );
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "cloud-provider-config", "namespace": "shoot--dev--aws"},
-            "data": {"cloudprovider.conf": "[Global]\n"}});
-        respond(send, StatusCode::OK, cm.to_string());
-
-        let (_, send) = next(&mut api).await;
-        respond(
-            send,
-            StatusCode::NOT_FOUND,
-            status_body(404, "NotFound", "secrets \"gone\" not found"),
-        );
-    });
-
-    let secret = state
-        .object(ObjectKind::Secret, "shoot--dev--aws", "cloudprovider")
-        .await
-        .unwrap();
-    assert_eq!(
-        secret,
-        Some(ObjectData::Secret {
-            data: Some(BTreeMap::from([(
-                "accessKeyID".to_string(),
-                b"foo".to_vec()
-            )])),
-            labels: BTreeMap::from([(
-                "gardener.cloud/purpose".to_string(),
-                "cloudprovider".to_string()
-            )]),
-        })
-    );
-    let cm = state
-        .object(
-            ObjectKind::ConfigMap,
-            "shoot--dev--aws",
-            "cloud-provider-config",
-        )
-        .await
-        .unwrap();
-    assert!(
-        matches!(cm, Some(ObjectData::ConfigMap { data: Some(ref d), .. }) if d["cloudprovider.conf"] == "[Global]\n")
-    );
-    assert_eq!(
-        state
-            .object(ObjectKind::Secret, "shoot--dev--aws", "gone")
-            .await,
-        Ok(None),
-        "404 is absence, not an error"
-    );
-    server.await.unwrap();
-}
-
-#[tokio::test]
-async fn a_secret_get_without_answer_times_out() {
-    let (state, mut api) = state(Duration::from_millis(200));
-    let server = tokio::spawn(async move {
-        let (_request, send) = next(&mut api).await;
-        // Never answer; keep the responder alive until the client gave up.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        drop(send);
-    });
-    let started = Instant::now();
-    let err = state
-        .object(ObjectKind::Secret, "shoot--dev--aws", "cloudprovider")
-        .await
-        .unwrap_err();
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "bounded by the timeout"
-    );
-    let StateError::Api {
-        kind,
-        namespace,
-        name,
-        reason,
-    } = &err
-    else {
-        panic!("{err:?}")
-    };
-    assert_eq!(
-        (*kind, namespace.as_str(), name.as_str()),
-        ("secret", "shoot--dev--aws", "cloudprovider")
-    );
-    assert!(reason.contains("within 200ms"), "{reason}");
-    assert!(
-        err.to_string()
-            .starts_with("could not get secret 'shoot--dev--aws/cloudprovider': "),
-        "{err}"
-    );
-    server.abort();
-}
-
-#[tokio::test]
-async fn api_errors_become_clear_errors() {
-    let (state, mut api) = state(Duration::from_secs(2));
-    let server = tokio::spawn(async move {
-        let (_, send) = next(&mut api).await;
-        respond(
-            send,
-            StatusCode::FORBIDDEN,
-            status_body(
-                403,
-                "Forbidden",
-                "secrets \"cloudprovider\" is forbidden: User \"system:serviceaccount:garden:scion\" cannot get resource \"secrets\"",
-            ),
-        );
-        let (_, send) = next(&mut api).await;
-        respond(
-            send,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            status_body(500, "InternalError", "etcdserver: request timed out"),
-        );
-        let (_, send) = next(&mut api).await;
-        respond(
-            send,
-            StatusCode::BAD_GATEWAY,
-            "<html>bad gateway</html>".into(),
-        );
-    });
-    let err = state
-        .object(ObjectKind::Secret, "shoot--dev--aws", "cloudprovider")
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "could not get secret 'shoot--dev--aws/cloudprovider': API server answered 403 Forbidden: \
-         secrets \"cloudprovider\" is forbidden: User \"system:serviceaccount:garden:scion\" cannot get resource \"secrets\""
-    );
-    let err = state
-        .object(
-            ObjectKind::ConfigMap,
-            "shoot--dev--aws",
-            "cloud-provider-config",
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "could not get configmap 'shoot--dev--aws/cloud-provider-config': API server answered 500 InternalError: etcdserver: request timed out"
-    );
-    let err = state
-        .object(ObjectKind::Secret, "shoot--dev--aws", "cloudprovider")
-        .await
-        .unwrap_err();
-    assert!(matches!(err, StateError::Api { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        "could not get secret 'shoot--dev--aws/cloudprovider': API server answered 502: <html>bad gateway</html>"
-    );
-    server.await.unwrap();
 }
 
 #[tokio::test]

@@ -1,28 +1,12 @@
 //! The Cluster projection: every ShootContext field from realistic Cluster
 //! fixtures (IPv4, dual-stack, IPv6), pruned decoding, and malformed Clusters.
 
-use scion::state::{
-    LastOperation, PrunedObject, ShootContext, StateError, parse_version, project_cluster,
-};
+mod state_support;
+
+use scion::state::{LastOperation, PrunedObject, ShootContext, parse_version, project_cluster};
 use semver::Version;
-use serde_json::{Value, json};
-
-fn fixture_text(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/clusters/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn fixture(name: &str) -> Value {
-    let text = fixture_text(name);
-    if name.ends_with(".json") {
-        serde_json::from_str(&text).unwrap()
-    } else {
-        serde_saphyr::from_str(&text).unwrap()
-    }
-}
+use serde_json::json;
+use state_support::{fixture, fixture_text};
 
 fn project(name: &str) -> ShootContext {
     project_cluster(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -251,127 +235,6 @@ fn minimal_cluster_without_seed_or_optional_fields() {
             type_: String::new(),
             state: "Succeeded".into()
         })
-    );
-}
-
-fn malformed(mutate: impl FnOnce(&mut Value)) -> (String, String, String) {
-    let mut cluster = fixture("aws-ipv4.json");
-    mutate(&mut cluster);
-    match project_cluster(&cluster) {
-        Err(StateError::ClusterMalformed {
-            name,
-            field,
-            reason,
-        }) => (name, field, reason),
-        other => panic!("expected ClusterMalformed, got {other:?}"),
-    }
-}
-
-#[test]
-fn malformed_clusters_name_the_cluster_and_the_field() {
-    const SHOOT: &str = "/spec/shoot";
-    type Mutation = Box<dyn FnOnce(&mut Value)>;
-    let cases: Vec<(Mutation, &str, &str)> = vec![
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!("{SHOOT}/spec/kubernetes/version"))
-                    .unwrap() = json!("1.x")
-            }),
-            "spec.shoot.spec.kubernetes.version",
-            "not a valid version",
-        ),
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!("{SHOOT}/spec/kubernetes/version"))
-                    .unwrap() = json!(1.3)
-            }),
-            "spec.shoot.spec.kubernetes.version",
-            "quote the version",
-        ),
-        (
-            Box::new(|c| {
-                c.pointer_mut(&format!("{SHOOT}/spec/kubernetes")).unwrap()["version"] = Value::Null
-            }),
-            "spec.shoot.spec.kubernetes.version",
-            "missing",
-        ),
-        (
-            Box::new(|c| {
-                c["spec"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("shoot")
-                    .map(drop)
-                    .unwrap()
-            }),
-            "spec.shoot",
-            "missing",
-        ),
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!(
-                    "{SHOOT}/spec/provider/workers/1/kubernetes/version"
-                ))
-                .unwrap() = json!("latest")
-            }),
-            "spec.shoot.spec.provider.workers[1].kubernetes.version",
-            "not a valid version",
-        ),
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!("{SHOOT}/spec/networking/ipFamilies"))
-                    .unwrap() = json!(["IPv4", 6])
-            }),
-            "spec.shoot.spec.networking.ipFamilies[1]",
-            "expected a string, found the number 6",
-        ),
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!("{SHOOT}/status/isHibernated"))
-                    .unwrap() = json!("no")
-            }),
-            "spec.shoot.status.isHibernated",
-            "expected a boolean",
-        ),
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!(
-                    "{SHOOT}/spec/kubernetes/kubeControllerManager/nodeCIDRMaskSize"
-                ))
-                .unwrap() = json!("24")
-            }),
-            "spec.shoot.spec.kubernetes.kubeControllerManager.nodeCIDRMaskSize",
-            "expected an integer",
-        ),
-        (
-            Box::new(|c| {
-                *c.pointer_mut(&format!("{SHOOT}/metadata/annotations"))
-                    .unwrap() = json!({"a": true})
-            }),
-            "spec.shoot.metadata.annotations.a",
-            "expected a string",
-        ),
-    ];
-    for (mutate, want_field, want_reason) in cases {
-        let (name, field, reason) = malformed(mutate);
-        assert_eq!(name, "shoot--dev--aws");
-        assert_eq!(field, want_field);
-        assert!(reason.contains(want_reason), "{field}: {reason}");
-    }
-    let err = project_cluster(&json!({"kind": "Cluster", "spec": {}})).unwrap_err();
-    assert!(err.to_string().contains("metadata.name"), "{err}");
-}
-
-#[test]
-fn malformed_message_reads_well() {
-    let mut cluster = fixture("aws-ipv4.json");
-    *cluster
-        .pointer_mut("/spec/shoot/spec/kubernetes/version")
-        .unwrap() = json!("one.two");
-    let err = project_cluster(&cluster).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "Cluster \"shoot--dev--aws\" is malformed: field spec.shoot.spec.kubernetes.version: \"one.two\" is not a valid version"
     );
 }
 

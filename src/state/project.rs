@@ -39,6 +39,7 @@ pub fn project_cluster(cluster: &Value) -> Result<ShootContext, StateError> {
         cluster: &name,
         value: Some(cluster),
         path: String::new(),
+        not_object: None,
     };
     let shoot = root.at("spec").at("shoot").required()?;
     let shoot_spec = shoot.at("spec");
@@ -79,8 +80,8 @@ pub fn project_cluster(cluster: &Value) -> Result<ShootContext, StateError> {
             .at("type")
             .string()?
             .unwrap_or_default(),
-        infrastructure_config: shoot_spec.at("provider").at("infrastructureConfig").raw(),
-        control_plane_config: shoot_spec.at("provider").at("controlPlaneConfig").raw(),
+        infrastructure_config: shoot_spec.at("provider").at("infrastructureConfig").raw()?,
+        control_plane_config: shoot_spec.at("provider").at("controlPlaneConfig").raw()?,
         hibernation: Hibernation {
             enabled: shoot_spec.at("hibernation").at("enabled").boolean()?,
             is_hibernated: shoot_status.at("isHibernated").boolean()?,
@@ -100,7 +101,7 @@ pub fn project_cluster(cluster: &Value) -> Result<ShootContext, StateError> {
             .at("cloudProfile")
             .at("spec")
             .at("providerConfig")
-            .raw()
+            .raw()?
             .map(|mut config| {
                 if let Value::Object(map) = &mut config {
                     map.remove(MACHINE_IMAGES);
@@ -164,6 +165,7 @@ fn cidrs(node: &Node) -> Result<Cidrs, StateError> {
 }
 
 fn last_operation(node: &Node) -> Result<Option<LastOperation>, StateError> {
+    node.check()?;
     if node.value.is_none() {
         return Ok(None);
     }
@@ -179,6 +181,9 @@ struct Node<'a> {
     cluster: &'a str,
     value: Option<&'a Value>,
     path: String,
+    /// The nearest ancestor that is there but not an object (path, value):
+    /// reading below it is an error about it, not a silent "missing".
+    not_object: Option<(String, &'a Value)>,
 }
 
 impl<'a> Node<'a> {
@@ -188,11 +193,37 @@ impl<'a> Node<'a> {
         } else {
             format!("{}.{key}", self.path)
         };
+        let not_object = self.not_object.clone().or_else(|| match self.value {
+            Some(v) if !v.is_object() => Some((self.path.clone(), v)),
+            _ => None,
+        });
         Node {
             cluster: self.cluster,
             value: self.value.and_then(|v| v.get(key)).filter(|v| !v.is_null()),
             path,
+            not_object,
         }
+    }
+
+    /// Fails if an ancestor is not an object.
+    fn check(&self) -> Result<(), StateError> {
+        let Some((path, value)) = &self.not_object else {
+            return Ok(());
+        };
+        let parent = Node {
+            cluster: self.cluster,
+            value: Some(value),
+            path: path.clone(),
+            not_object: None,
+        };
+        let embedded = ["spec.shoot", "spec.seed", "spec.cloudProfile"].contains(&path.as_str());
+        if embedded && value.is_string() {
+            return Err(parent.error(
+                "expected the embedded object, found a string (compressed embedded objects, \
+                 gardener#15627, are not supported)",
+            ));
+        }
+        Err(parent.type_error("an object"))
     }
 
     fn error(&self, reason: impl Into<String>) -> StateError {
@@ -216,17 +247,20 @@ impl<'a> Node<'a> {
     }
 
     fn required(self) -> Result<Self, StateError> {
+        self.check()?;
         match self.value {
             Some(_) => Ok(self),
             None => Err(self.error("missing")),
         }
     }
 
-    fn raw(&self) -> Option<Value> {
-        self.value.cloned()
+    fn raw(&self) -> Result<Option<Value>, StateError> {
+        self.check()?;
+        Ok(self.value.cloned())
     }
 
     fn string(&self) -> Result<Option<String>, StateError> {
+        self.check()?;
         match self.value {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -235,6 +269,7 @@ impl<'a> Node<'a> {
     }
 
     fn boolean(&self) -> Result<bool, StateError> {
+        self.check()?;
         match self.value {
             None => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
@@ -243,6 +278,7 @@ impl<'a> Node<'a> {
     }
 
     fn integer(&self) -> Result<Option<i64>, StateError> {
+        self.check()?;
         match self.value {
             None => Ok(None),
             Some(Value::Number(n)) => n
@@ -254,6 +290,7 @@ impl<'a> Node<'a> {
     }
 
     fn version(&self) -> Result<Version, StateError> {
+        self.check()?;
         match self.value {
             Some(Value::String(s)) => parse_version(s).map_err(|e| self.error(e)),
             Some(Value::Number(_)) => Err(self.error(format!(
@@ -268,6 +305,7 @@ impl<'a> Node<'a> {
     /// A list of strings; a single string is a list of one (the spec holds one
     /// CIDR per field, the status a list).
     fn strings(&self) -> Result<Vec<String>, StateError> {
+        self.check()?;
         match self.value {
             None => Ok(Vec::new()),
             Some(Value::String(s)) => Ok(vec![s.clone()]),
@@ -284,6 +322,7 @@ impl<'a> Node<'a> {
     }
 
     fn string_map(&self) -> Result<BTreeMap<String, String>, StateError> {
+        self.check()?;
         match self.value {
             None => Ok(BTreeMap::new()),
             Some(Value::Object(map)) => map
@@ -299,6 +338,7 @@ impl<'a> Node<'a> {
     }
 
     fn items(&self) -> Result<Vec<Node<'a>>, StateError> {
+        self.check()?;
         match self.value {
             None => Ok(Vec::new()),
             Some(Value::Array(items)) => Ok(items
@@ -315,6 +355,7 @@ impl<'a> Node<'a> {
             cluster: self.cluster,
             value: Some(value).filter(|v| !v.is_null()),
             path: format!("{}[{index}]", self.path),
+            not_object: None,
         }
     }
 }

@@ -55,3 +55,22 @@ pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The text of `tests/fixtures/clusters/<name>`.
+pub fn fixture_text(name: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/clusters/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A Cluster fixture parsed (JSON or YAML by extension).
+pub fn fixture(name: &str) -> serde_json::Value {
+    let text = fixture_text(name);
+    if name.ends_with(".json") {
+        serde_json::from_str(&text).unwrap()
+    } else {
+        serde_saphyr::from_str(&text).unwrap()
+    }
+}

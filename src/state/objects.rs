@@ -107,18 +107,18 @@ fn str_field<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 fn namespaced_name(object: &Value, kind: &str) -> Result<(String, String), String> {
-    let field = |key: &str| match object.pointer(&format!("/metadata/{key}")) {
+    let field = |key: &str, object_name: &str| match object.pointer(&format!("/metadata/{key}")) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(format!(
-            "{kind}: metadata.{key}: expected a string, found {other} (quote it in YAML)"
+            "{kind}{object_name}: metadata.{key}: expected a string, found {other} (quote it in YAML)"
         )),
     };
-    let Some(name) = field("name")? else {
+    let Some(name) = field("name", "")? else {
         return Err(format!("{kind}: metadata.name is required"));
     };
-    let Some(namespace) = field("namespace")? else {
+    let Some(namespace) = field("namespace", &format!(" {name}"))? else {
         return Err(format!(
             "{kind} {name}: metadata.namespace is required (the shoot namespace)"
         ));

@@ -2,10 +2,27 @@
 //! an objects directory.
 
 mod context;
+mod files;
+mod kube;
+mod objects;
+mod objects_dir;
+mod project;
+mod prune;
 mod snapshot;
+mod watch;
 
 pub use context::{Cidrs, Hibernation, LastOperation, Networking, ShootContext, WorkerPool};
+pub use files::LoadProblem;
+pub use kube::{KubeState, KubeStateOptions};
+pub use objects::{DecodedObject, decode_object};
+pub use objects_dir::{ObjectsDir, ObjectsDirError};
+pub use project::{
+    GENERIC_TOKEN_KUBECONFIG_ANNOTATION, GENERIC_TOKEN_KUBECONFIG_DEFAULT, parse_version,
+    project_cluster,
+};
+pub use prune::PrunedObject;
 pub use snapshot::Snapshot;
+pub use watch::DEFAULT_DEBOUNCE;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -6,20 +6,62 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use serde_json::Value;
 
 use super::{ObjectData, ObjectKind, ShootContext, StateError, StateSource};
 
-/// Shoot contexts by namespace and Secrets/ConfigMaps by (kind, namespace, name).
+/// Shoot contexts by namespace, Secrets/ConfigMaps by (kind, namespace, name),
+/// and raw ControlPlanes by (namespace, name).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     shoots: HashMap<String, Arc<ShootContext>>,
+    /// Clusters that exist but could not be projected, by name: their lookups
+    /// answer with the projection error rather than "not found".
+    malformed: HashMap<String, StateError>,
     objects: BTreeMap<(ObjectKind, String, String), ObjectData>,
+    controlplanes: BTreeMap<(String, String), Value>,
 }
 
 impl Snapshot {
     /// Add (or replace) the shoot context of the Cluster named `ctx.cluster_name`.
     pub fn insert_shoot(&mut self, ctx: ShootContext) {
-        self.shoots.insert(ctx.cluster_name.clone(), Arc::new(ctx));
+        self.insert_shared_shoot(Arc::new(ctx));
+    }
+
+    /// Like [`Snapshot::insert_shoot`], sharing a context that is already in an `Arc`.
+    pub fn insert_shared_shoot(&mut self, ctx: Arc<ShootContext>) {
+        self.malformed.remove(&ctx.cluster_name);
+        self.shoots.insert(ctx.cluster_name.clone(), ctx);
+    }
+
+    /// Record a Cluster that could not be projected (a
+    /// [`StateError::ClusterMalformed`] naming it); replaces its context.
+    pub fn insert_malformed(&mut self, error: StateError) {
+        let name = match &error {
+            StateError::ClusterMalformed { name, .. } | StateError::ClusterNotFound { name } => {
+                name.clone()
+            }
+            StateError::ObjectNotFound { .. } | StateError::Api { .. } => return,
+        };
+        self.shoots.remove(&name);
+        self.malformed.insert(name, error);
+    }
+
+    /// Add (or replace) a raw ControlPlane object.
+    pub fn insert_controlplane(&mut self, namespace: &str, name: &str, object: Value) {
+        self.controlplanes
+            .insert((namespace.to_string(), name.to_string()), object);
+    }
+
+    /// The ControlPlane `namespace/name`, raw.
+    pub fn controlplane(&self, namespace: &str, name: &str) -> Option<&Value> {
+        self.controlplanes
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// All ControlPlanes, ordered by namespace and name.
+    pub fn controlplanes(&self) -> impl Iterator<Item = &Value> {
+        self.controlplanes.values()
     }
 
     /// Add (or replace) a Secret or ConfigMap.
@@ -39,12 +81,16 @@ impl Snapshot {
 
     /// The shoot context of `namespace`.
     pub fn get_shoot(&self, namespace: &str) -> Result<Arc<ShootContext>, StateError> {
-        self.shoots
+        if let Some(ctx) = self.shoots.get(namespace) {
+            return Ok(ctx.clone());
+        }
+        Err(self
+            .malformed
             .get(namespace)
             .cloned()
-            .ok_or_else(|| StateError::ClusterNotFound {
+            .unwrap_or_else(|| StateError::ClusterNotFound {
                 name: namespace.to_string(),
-            })
+            }))
     }
 
     /// A Secret or ConfigMap, if present.

@@ -1,0 +1,321 @@
+//! The Kubernetes API source: a watch on `Cluster` objects that keeps only their
+//! projection, and live, time-bounded GETs for Secrets and ConfigMaps (no Secret
+//! cache: provider-aws#790).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use futures::future::BoxFuture;
+use k8s_openapi::ClusterResourceScope;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::WatchStreamExt as _;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::watch as signal;
+
+use super::{
+    ObjectData, ObjectKind, PrunedObject, ShootContext, StateError, StateSource, project_cluster,
+};
+
+/// Settings of the API source.
+#[derive(Debug, Clone)]
+pub struct KubeStateOptions {
+    /// Bound on each Secret/ConfigMap GET, well inside the webhook's request
+    /// timeout. Default 2 s.
+    pub get_timeout: Duration,
+    /// Clusters per page of the initial list. Each Cluster is 100–500 KB of JSON
+    /// that is read whole before it is pruned, so this bounds the start-up peak.
+    /// Default 50.
+    pub page_size: u32,
+}
+
+impl Default for KubeStateOptions {
+    fn default() -> Self {
+        KubeStateOptions {
+            get_timeout: Duration::from_secs(2),
+            page_size: 50,
+        }
+    }
+}
+
+type Entry = Result<Arc<ShootContext>, StateError>;
+
+/// Shoot contexts from the API server. Construct with [`KubeState::new`], drive
+/// with [`KubeState::run`] (or [`KubeState::spawn`]).
+pub struct KubeState {
+    client: Client,
+    options: KubeStateOptions,
+    shoots: RwLock<HashMap<String, Entry>>,
+    synced: signal::Sender<bool>,
+}
+
+impl std::fmt::Debug for KubeState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeState")
+            .field("options", &self.options)
+            .field("synced", &self.is_synced())
+            .finish()
+    }
+}
+
+impl KubeState {
+    pub fn new(client: Client, options: KubeStateOptions) -> Self {
+        KubeState {
+            client,
+            options,
+            shoots: RwLock::new(HashMap::new()),
+            synced: signal::Sender::new(false),
+        }
+    }
+
+    /// Spawn [`KubeState::run`] on the current Tokio runtime.
+    pub fn spawn(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move { this.run().await })
+    }
+
+    /// Watch Clusters until the future is dropped. Errors (API server gone,
+    /// RBAC missing, ...) are logged and retried with kube-runtime's default
+    /// backoff; a malformed Cluster is logged and its lookups answer with the
+    /// projection error. Ready after the first complete list.
+    pub async fn run(&self) {
+        let api: Api<ClusterObject> = Api::all(self.client.clone());
+        let config = watcher::Config::default().page_size(self.options.page_size);
+        let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
+        let mut relist: Option<HashMap<String, Entry>> = None;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(Event::Init) => relist = Some(HashMap::new()),
+                Ok(Event::InitApply(cluster)) => {
+                    if let Some((name, entry)) = cluster.into_entry() {
+                        relist.get_or_insert_with(HashMap::new).insert(name, entry);
+                    }
+                }
+                Ok(Event::InitDone) => {
+                    let fresh = relist.take().unwrap_or_default();
+                    let count = fresh.len();
+                    *self.shoots.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+                    self.synced.send_replace(true);
+                    tracing::info!(clusters = count, "Cluster list synced");
+                }
+                Ok(Event::Apply(cluster)) => {
+                    if let Some((name, entry)) = cluster.into_entry() {
+                        self.write().insert(name, entry);
+                    }
+                }
+                Ok(Event::Delete(cluster)) => {
+                    if let Some(name) = cluster.metadata.name {
+                        self.write().remove(&name);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "Cluster watch failed; retrying"),
+            }
+        }
+    }
+
+    /// Wait until the initial list is complete.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        // The sender lives in `self`, so this cannot fail while we borrow it.
+        let _ = rx.wait_for(|synced| *synced).await;
+    }
+
+    /// Number of Clusters known (well-formed or not).
+    pub fn cluster_count(&self) -> usize {
+        self.shoots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.shoots.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn get(
+        &self,
+        kind: ObjectKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ObjectData>, StateError> {
+        let client = self.client.clone();
+        let request = async {
+            match kind {
+                ObjectKind::Secret => Api::<Secret>::namespaced(client, namespace)
+                    .get_opt(name)
+                    .await
+                    .map(|s| s.map(secret_data)),
+                ObjectKind::ConfigMap => Api::<ConfigMap>::namespaced(client, namespace)
+                    .get_opt(name)
+                    .await
+                    .map(|c| c.map(configmap_data)),
+            }
+        };
+        let error = |reason: String| StateError::Api {
+            kind: kind_name(kind),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            reason,
+        };
+        match tokio::time::timeout(self.options.get_timeout, request).await {
+            Ok(Ok(found)) => Ok(found),
+            Ok(Err(e)) => Err(error(describe(&e))),
+            Err(_) => Err(error(format!(
+                "no answer from the API server within {:?}",
+                self.options.get_timeout
+            ))),
+        }
+    }
+}
+
+impl StateSource for KubeState {
+    fn shoot(&self, namespace: &str) -> Result<Arc<ShootContext>, StateError> {
+        let shoots = self.shoots.read().unwrap_or_else(PoisonError::into_inner);
+        match shoots.get(namespace) {
+            Some(entry) => entry.clone(),
+            None => Err(StateError::ClusterNotFound {
+                name: namespace.to_string(),
+            }),
+        }
+    }
+
+    fn object<'a>(
+        &'a self,
+        kind: ObjectKind,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ObjectData>, StateError>> {
+        Box::pin(self.get(kind, namespace, name))
+    }
+
+    fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+}
+
+/// The name Gardener's messages use ("could not get secret 'ns/name': ...").
+fn kind_name(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Secret => "secret",
+        ObjectKind::ConfigMap => "configmap",
+    }
+}
+
+fn describe(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let mut out = format!("API server answered {}", status.code);
+            // kube's stand-in reason when the body was not a Kubernetes Status
+            // (a proxy's HTML page, say): not worth repeating.
+            if !status.reason.is_empty() && status.reason != "Failed to parse error data" {
+                out.push_str(&format!(" {}", status.reason));
+            }
+            if !status.message.is_empty() {
+                out.push_str(&format!(": {}", truncate(&status.message, 300)));
+            }
+            out
+        }
+        other => other.to_string(),
+    }
+}
+
+/// At most `max` bytes of `text` (on a character boundary), marked when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn secret_data(secret: Secret) -> ObjectData {
+    ObjectData::Secret {
+        data: secret
+            .data
+            .map(|data| data.into_iter().map(|(k, v)| (k, v.0)).collect()),
+        labels: secret.metadata.labels.unwrap_or_default(),
+    }
+}
+
+fn configmap_data(configmap: ConfigMap) -> ObjectData {
+    ObjectData::ConfigMap {
+        data: configmap.data,
+        labels: configmap.metadata.labels.unwrap_or_default(),
+    }
+}
+
+/// A `Cluster` as the watcher decodes it: pruned while parsing (see
+/// [`PrunedObject`]) and projected at once; the JSON is not kept.
+#[derive(Debug, Clone)]
+struct ClusterObject {
+    metadata: ObjectMeta,
+    projection: Entry,
+}
+
+impl ClusterObject {
+    fn into_entry(self) -> Option<(String, Entry)> {
+        let name = self.metadata.name?;
+        if let Err(e) = &self.projection {
+            tracing::warn!(cluster = %name, error = %e, "Cluster cannot be used");
+        }
+        Some((name, self.projection))
+    }
+}
+
+impl<'de> Deserialize<'de> for ClusterObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let PrunedObject(value) = PrunedObject::deserialize(deserializer)?;
+        // Only what the watcher needs, read leniently: a bad field must not
+        // fail the whole list page.
+        let text = |key: &str| {
+            value
+                .pointer(&format!("/metadata/{key}"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let metadata = ObjectMeta {
+            name: text("name"),
+            resource_version: text("resourceVersion"),
+            uid: text("uid"),
+            ..ObjectMeta::default()
+        };
+        let projection = project_cluster(&value).map(Arc::new);
+        Ok(ClusterObject {
+            metadata,
+            projection,
+        })
+    }
+}
+
+impl Resource for ClusterObject {
+    type DynamicType = ();
+    type Scope = ClusterResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("Cluster")
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("extensions.gardener.cloud")
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("v1alpha1")
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("clusters")
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}

@@ -5,12 +5,12 @@ mod controlplane_support;
 
 use controlplane_support::*;
 use scion::ccm::{RenderInput, builtin_spec};
-use scion::cli::render::{Output, find_controlplane, inputs_from_state, render_text};
+use scion::cli::render::{Output, inputs_from_state, load_render_inputs, render_text};
 use scion::state::Snapshot;
 use serde_json::Value;
 
 #[test]
-fn finds_the_controlplane_among_multi_document_files() {
+fn finds_the_controlplane_and_its_cluster_among_multi_document_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sub = dir.path().join("nested");
     std::fs::create_dir(&sub).expect("mkdir");
@@ -25,11 +25,29 @@ fn finds_the_controlplane_among_multi_document_files() {
     let cp = serde_json::to_string(&aws_cp(None, aws_subnets())).expect("json");
     let mut cp: Value = serde_json::from_str(&cp).expect("value");
     cp["kind"] = "ControlPlane".into();
+    cp["apiVersion"] = "extensions.gardener.cloud/v1alpha1".into();
     std::fs::write(sub.join("cp.json"), cp.to_string()).expect("write");
 
-    let found = find_controlplane(dir.path(), NS, "control-plane").expect("found");
+    std::fs::write(
+        dir.path().join("cluster.json"),
+        serde_json::json!({
+            "apiVersion": "extensions.gardener.cloud/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": NS},
+            "spec": {"cloudProfile": {}, "seed": {}, "shoot": {"spec": {
+                "kubernetes": {"version": "1.33.4"},
+                "region": "eu-west-1",
+                "provider": {"type": "aws"}
+            }}}
+        })
+        .to_string(),
+    )
+    .expect("write");
+
+    let (found, shoot, _) = load_render_inputs(dir.path(), NS, "control-plane").expect("found");
     assert_eq!(found, aws_cp(None, aws_subnets()));
-    let err = find_controlplane(dir.path(), NS, "missing")
+    assert_eq!(shoot.cluster_name, NS);
+    let err = load_render_inputs(dir.path(), NS, "missing")
         .expect_err("absent")
         .to_string();
     assert!(

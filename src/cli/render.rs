@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use serde_json::Value;
 
 use crate::ccm::{self, ControlPlane, RenderInput};
-use crate::state::{ObjectData, ObjectKind, ShootContext, StateSource};
+use crate::state::{ObjectData, ObjectKind, ObjectsDir, ShootContext, StateSource};
 
 /// Flags of `scion render`.
 #[derive(Debug, Args)]
@@ -96,9 +95,17 @@ pub fn load_render_inputs(
     namespace: &str,
     name: &str,
 ) -> anyhow::Result<(ControlPlane, Arc<ShootContext>, Option<ObjectData>)> {
-    let cp = find_controlplane(dir, namespace, name)?;
-    let state = open_objects_dir(dir)?;
-    inputs_from_state(state.as_ref(), cp)
+    let (objects, problems) = ObjectsDir::load(dir)
+        .with_context(|| format!("reading the objects directory {}", dir.display()))?;
+    for problem in &problems {
+        eprintln!("warning: {problem}");
+    }
+    let cp = objects
+        .controlplane(namespace, name)
+        .with_context(|| format!("no ControlPlane {namespace}/{name} in {}", dir.display()))?;
+    let cp: ControlPlane = serde_json::from_value(cp)
+        .with_context(|| format!("ControlPlane {namespace}/{name} in {}", dir.display()))?;
+    inputs_from_state(&objects, cp)
 }
 
 /// Shoot context and credentials for `cp` from any state source.
@@ -115,60 +122,4 @@ pub fn inputs_from_state(
         &cp.spec.secret_ref.name,
     ))?;
     Ok((cp, shoot, credentials))
-}
-
-/// The objects-directory state source. The lead wires `state::ObjectsDir` here.
-fn open_objects_dir(dir: &Path) -> anyhow::Result<Arc<dyn StateSource>> {
-    bail!(
-        "reading Clusters and Secrets from {} needs the objects-directory state source, which this build does not include yet",
-        dir.display()
-    )
-}
-
-/// Find the ControlPlane `namespace/name` in the `.yaml`, `.yml` and `.json` files
-/// of `dir` (recursively, multi-document YAML allowed).
-pub fn find_controlplane(dir: &Path, namespace: &str, name: &str) -> anyhow::Result<ControlPlane> {
-    let mut files = Vec::new();
-    collect_files(dir, &mut files).with_context(|| format!("reading {}", dir.display()))?;
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
-        let docs: Vec<Value> = if file.extension().is_some_and(|e| e == "json") {
-            vec![
-                serde_json::from_str(&text)
-                    .with_context(|| format!("parsing {}", file.display()))?,
-            ]
-        } else {
-            serde_saphyr::from_multiple(&text)
-                .with_context(|| format!("parsing {}", file.display()))?
-        };
-        for doc in docs {
-            let is_match = doc.get("kind").and_then(Value::as_str) == Some("ControlPlane")
-                && doc.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace)
-                && doc.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
-            if is_match {
-                return serde_json::from_value(doc).with_context(|| {
-                    format!("ControlPlane {namespace}/{name} in {}", file.display())
-                });
-            }
-        }
-    }
-    bail!("no ControlPlane {namespace}/{name} in {}", dir.display())
-}
-
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_files(&path, out)?;
-        } else if path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-        {
-            out.push(path);
-        }
-    }
-    Ok(())
 }

@@ -90,6 +90,36 @@ pub(crate) fn credentials<'a>(data: super::SecretData<'a>) -> Result<Credentials
     Ok(c)
 }
 
+/// The keystone URL as provider-openstack picks it: the credentials' `authURL`,
+/// else the CloudProfile's `keystoneURLs` entry of the region, else its
+/// `keystoneURL`.
+fn keystone_url<'v>(
+    from_credentials: &'v str,
+    profile_config: &'v serde_json::Value,
+    region: &str,
+) -> Result<&'v str, RenderError> {
+    if !from_credentials.is_empty() {
+        return Ok(from_credentials);
+    }
+    let by_region = profile_config
+        .get("keystoneURLs")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|urls| {
+            urls.iter()
+                .find(|u| u.get("region").and_then(serde_json::Value::as_str) == Some(region))
+        })
+        .and_then(|u| u.get("url"))
+        .and_then(serde_json::Value::as_str);
+    by_region
+        .or_else(|| str_at(Some(profile_config), "keystoneURL"))
+        .filter(|url| !url.is_empty())
+        .ok_or_else(|| RenderError::CloudProfileConfig {
+            reason: format!(
+                "no keystone URL: the credentials have no authURL and cloudProfile.spec.providerConfig has neither keystoneURLs for region {region:?} nor keystoneURL"
+            ),
+        })
+}
+
 pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, RenderError> {
     let cp = inputs.cp;
     let creds = credentials(inputs.credentials)?;
@@ -105,11 +135,12 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         controlplane: format!("{}/{}", cp.namespace(), cp.name()),
         reason: "no subnet with purpose nodes in networks.subnets".into(),
     })?;
-    if inputs.shoot.cloud_profile_config.is_none() {
+    let Some(profile_config) = inputs.shoot.cloud_profile_config.as_ref() else {
         return Err(RenderError::CloudProfileConfig {
             reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
         });
-    }
+    };
+    let auth_url = keystone_url(creds.auth_url, profile_config, &cp.spec.region)?;
     let lb_provider =
         str_at(cp.spec.provider_config.as_ref(), "loadBalancerProvider").unwrap_or_default();
     let lb = super::openstack_lb::settings(
@@ -146,7 +177,7 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         .unwrap_or_default();
 
     let mut lines: Vec<String> = vec!["[Global]".into()];
-    lines.push(format!("auth-url=\"{}\"", creds.auth_url));
+    lines.push(format!("auth-url=\"{auth_url}\""));
     lines.push(format!("domain-name=\"{}\"", creds.domain_name));
     lines.push(format!("tenant-name=\"{}\"", creds.tenant_name));
     lines.push(format!("username=\"{}\"", creds.username));
@@ -265,4 +296,37 @@ pub(crate) fn user_agents(data: super::SecretData<'_>, technical_id: Option<&str
     }
     out.push(technical_id.unwrap_or_default().to_string());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::keystone_url;
+
+    #[test]
+    fn keystone_url_prefers_credentials_then_region_then_default() {
+        let profile = json!({
+            "keystoneURL": "https://default/v3",
+            "keystoneURLs": [{"region": "eu-de-1", "url": "https://eu/v3"}]
+        });
+        assert_eq!(
+            keystone_url("https://creds/v3", &profile, "eu-de-1").unwrap(),
+            "https://creds/v3"
+        );
+        assert_eq!(
+            keystone_url("", &profile, "eu-de-1").unwrap(),
+            "https://eu/v3"
+        );
+        assert_eq!(
+            keystone_url("", &profile, "ap-1").unwrap(),
+            "https://default/v3"
+        );
+    }
+
+    #[test]
+    fn missing_keystone_url_is_an_error_naming_the_region() {
+        let err = keystone_url("", &json!({"keystoneURLs": []}), "ap-1").unwrap_err();
+        assert!(err.to_string().contains("\"ap-1\""), "{err}");
+    }
 }

@@ -90,8 +90,11 @@ pub(crate) fn settings(
         set(&mut out.floating_subnet_tags, &default.floating_subnet_tags);
         set(&mut out.subnet_id, &default.subnet_id);
     }
+    // The CloudProfile's vpn class is always offered, once.
     if let Some(vpn) = lookup(&from_profile, "vpn") {
-        classes.push(vpn.clone());
+        if !classes.iter().any(|c| c.name == vpn.name) {
+            classes.push(vpn.clone());
+        }
     }
     out.classes = classes
         .into_iter()
@@ -212,7 +215,7 @@ mod tests {
         assert_eq!(s.floating_subnet_id, "fs-1");
         assert_eq!(s.floating_network_id, "fip-id");
         let names: Vec<&str> = s.classes.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["internet", "intranet", "vpn", "vpn"]);
+        assert_eq!(names, ["internet", "intranet", "vpn"]);
         assert_eq!(s.classes[2].floating_network_id.as_deref(), Some("fip-id"));
 
         let own = json!([{"name": "mine", "subnetID": "s-9"}]);

@@ -1,0 +1,93 @@
+//! `scion render` over the example objects directory shipped in `examples/objects`:
+//! the dry run an operator sees, through the real binary, against golden files
+//! (`SCION_UPDATE_GOLDEN=1` rewrites them).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn render(provider: &str, controlplane: &str) -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .current_dir(&root)
+        .args([
+            "render",
+            "--provider",
+            provider,
+            "--objects-dir",
+            "examples/objects",
+        ])
+        .args(["--controlplane", controlplane])
+        .output()
+        .expect("scion runs");
+    assert!(
+        out.status.success(),
+        "scion render failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "the examples must load without warnings: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn golden(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/render")
+        .join(format!("{name}.yaml"));
+    if std::env::var_os("SCION_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(text, want, "{name} differs from {}", path.display());
+}
+
+#[test]
+fn aws_example_renders_the_ccm_objects() {
+    let text = render("aws", "shoot--dev--aws/control-plane");
+    for kind in ["ConfigMap", "Deployment", "Service", "PodDisruptionBudget"] {
+        assert!(text.contains(&format!("kind: {kind}\n")), "{kind} missing");
+    }
+    golden("aws-example", &text);
+}
+
+#[test]
+fn openstack_example_renders_the_ccm_objects() {
+    let text = render("openstack", &openstack_controlplane());
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).expect("yaml stream");
+    let config = docs
+        .iter()
+        .find(|d| d["kind"] == "Secret" && d["metadata"]["name"] == "cloud-provider-config")
+        .expect("the cloud config Secret is rendered");
+    let conf = config["data"]["cloudprovider.conf"].as_str().expect("key");
+    let conf = String::from_utf8(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, conf).expect("base64"),
+    )
+    .expect("utf-8");
+    assert!(
+        conf.contains("auth-url=\"https://keystone.eu-de-1.example.com:5000/v3\""),
+        "the keystone URL comes from the CloudProfile: {conf}"
+    );
+    assert_eq!(
+        conf.matches("[LoadBalancerClass \"vpn\"]").count(),
+        1,
+        "{conf}"
+    );
+    golden("openstack-example", &text);
+}
+
+fn openstack_controlplane() -> String {
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/objects/openstack/controlplane.yaml"),
+    )
+    .expect("example ControlPlane");
+    let cp: serde_json::Value = serde_saphyr::from_str(&text).expect("yaml");
+    format!(
+        "{}/{}",
+        cp["metadata"]["namespace"].as_str().expect("namespace"),
+        cp["metadata"]["name"].as_str().expect("name")
+    )
+}

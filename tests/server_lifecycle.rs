@@ -188,6 +188,8 @@ fn listening(line: &str) -> Option<(String, SocketAddr)> {
 fn spawn_serve(dir: &std::path::Path) -> (std::process::Child, SocketAddr, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(["serve", "--provider", "aws", "--log-format", "json"])
+        .arg("--objects-dir")
+        .arg(examples_dir())
         .args(["--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"])
         .args(["--metrics-listen", "127.0.0.1:0", "--cert-dir"])
         .arg(dir)
@@ -289,9 +291,16 @@ async fn the_binary_waits_for_a_request_in_flight_and_a_second_signal_cuts_the_d
     assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
 }
 
+/// The example objects directory the README's start command uses.
+fn examples_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/objects")
+}
+
 fn serve_failure(extra: &[&str], cert_dir: &std::path::Path) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(["serve", "--log-level", "warn"])
+        .arg("--objects-dir")
+        .arg(examples_dir())
         .args([
             "--health-listen",
             "127.0.0.1:0",
@@ -347,4 +356,51 @@ fn startup_failures_exit_non_zero_with_one_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown provider \"nope\""));
+}
+
+#[test]
+fn without_objects_dir_or_kubernetes_api_serve_says_which_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["serve", "--provider", "aws", "--listen", "127.0.0.1:0"])
+        .args([
+            "--health-listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--log-level", "warn"])
+        .arg("--cert-dir")
+        .arg(dir.path())
+        .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no --objects-dir given and no Kubernetes API configured"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn webhook_registration_needs_a_kubernetes_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = serve_failure(
+        &[
+            "--provider",
+            "aws",
+            "--listen",
+            "127.0.0.1:0",
+            "--register-webhook",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--register-webhook needs a Kubernetes API"),
+        "{stderr}"
+    );
 }

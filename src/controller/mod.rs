@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use apply::{FIELD_MANAGER, contains};
-pub use leader::run_with_leader_election;
+pub use leader::{StopSignal, run_while_leading, run_with_leader_election};
 pub use operation::trigger_hash;
 pub use operation::{FINALIZER, OPERATION_ANNOTATION, OperationType};
 pub use reconcile::{error_policy, reconcile, run};

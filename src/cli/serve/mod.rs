@@ -8,10 +8,17 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Args;
 
+mod components;
+
+use futures::FutureExt as _;
+
 use super::logging::{self, LogArgs};
 use crate::admission::{Mutator, PassThrough};
+use crate::deploy::Extension;
 use crate::profile::BUILTIN_PROVIDERS;
 use crate::server::{self, Metrics, Readiness, ServerConfig};
+use crate::state::StateSource;
+use components::LeaderWork;
 
 /// Run the mutating admission webhook.
 #[derive(Debug, Clone, Args)]
@@ -61,8 +68,35 @@ pub struct ServeArgs {
     /// Drain time on SIGTERM/SIGINT.
     #[arg(long, env = "SCION_SHUTDOWN_GRACE", value_name = "DUR", default_value = "15s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// Controllers run by the leader replica when a Kubernetes API is configured:
+    /// `controlplane` (deploys the cloud-controller-manager), or `none`.
+    #[arg(
+        long,
+        env = "SCION_CONTROLLERS",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "controlplane"
+    )]
+    pub controllers: Vec<ControllerName>,
+    /// Create or update the MutatingWebhookConfiguration with the CA bundle in
+    /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
+    #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
+    pub register_webhook: bool,
+    /// Namespace of the extension: its Service, leader-election Lease and the owner
+    /// of the webhook configuration (default: the Kubernetes client's namespace).
+    #[arg(long, env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
+    pub webhook_namespace: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
+}
+
+/// Controllers `serve` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ControllerName {
+    /// The ControlPlane reconciler (cloud-controller-manager).
+    Controlplane,
+    /// No controller.
+    None,
 }
 
 impl ServeArgs {
@@ -101,8 +135,67 @@ impl ServeArgs {
 
 /// The mutator behind `POST /controlplane`. The one place where the
 /// mutation engine is plugged in.
-fn build_mutator(_args: &ServeArgs) -> anyhow::Result<Arc<dyn Mutator>> {
+fn build_mutator(
+    _args: &ServeArgs,
+    _state: Arc<dyn StateSource>,
+) -> anyhow::Result<Arc<dyn Mutator>> {
     Ok(Arc::new(PassThrough))
+}
+
+/// The provider name: `--provider`, or the name of the `--profile`.
+fn provider_name(args: &ServeArgs) -> anyhow::Result<String> {
+    args.provider
+        .clone()
+        .context("--provider is required to name the extension")
+}
+
+/// The leader-only work the flags ask for; `None` without a Kubernetes API.
+fn leader_work(
+    args: &ServeArgs,
+    state: &Arc<dyn StateSource>,
+    client: Option<kube::Client>,
+) -> anyhow::Result<Option<LeaderWork>> {
+    let wants_controller = args.controllers.contains(&ControllerName::Controlplane)
+        && !args.controllers.contains(&ControllerName::None);
+    let Some(client) = client else {
+        if args.register_webhook {
+            anyhow::bail!(
+                "--register-webhook needs a Kubernetes API; it cannot be used with --objects-dir"
+            );
+        }
+        if wants_controller {
+            tracing::info!(
+                "no Kubernetes API (--objects-dir): the ControlPlane controller does not run"
+            );
+        }
+        return Ok(None);
+    };
+    let provider = provider_name(args)?;
+    let namespace = args
+        .webhook_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let extension = Extension::new(&provider, &namespace)?;
+    let controller = if wants_controller {
+        let spec = crate::ccm::builtin_spec(&provider)?;
+        Some(components::controller_context(
+            client.clone(),
+            state.clone(),
+            &provider,
+            spec,
+        ))
+    } else {
+        None
+    };
+    let work = LeaderWork {
+        client,
+        extension,
+        controller,
+        register_webhook: args
+            .register_webhook
+            .then(|| args.cert_dir.join(crate::tls::CA_CERT_FILE)),
+    };
+    Ok((!work.is_empty()).then_some(work))
 }
 
 /// `:8080` means all interfaces, like Go's `--metrics-bind-address :8080`.
@@ -173,8 +266,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let shutdown = shutdown_signal().context("cannot install the signal handlers")?;
-    let mutator = build_mutator(&args)?;
+    let shutdown = shutdown_signal()
+        .context("cannot install the signal handlers")?
+        .shared();
     tracing::info!(
         provider = args.provider.as_deref().unwrap_or(""),
         profile = ?args.profile,
@@ -182,14 +276,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         version = env!("CARGO_PKG_VERSION"),
         "starting scion serve"
     );
-    server::run(
-        args.server_config(),
-        mutator,
-        Readiness::new(),
-        Metrics::new(),
-        shutdown,
-    )
-    .await?;
+    let readiness = Readiness::new();
+    let metrics = Metrics::new();
+    let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
+    let mutator = build_mutator(&args, choice.state.clone())?;
+    let leader = leader_work(&args, &choice.state, choice.client)?.map(|work| {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(err) = work.run(shutdown).await {
+                tracing::error!(error = %format!("{err:#}"), "leader work stopped");
+            }
+        })
+    });
+    server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
+    if let Some(leader) = leader {
+        // The lease is released once the leader work has seen the shutdown.
+        let _ = tokio::time::timeout(args.shutdown_grace, leader).await;
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -288,6 +391,16 @@ mod tests {
         assert!(custom.validate().is_ok());
         let profile_only = parse(&["--profile", "p.yaml", "--objects-dir", "objs"]).unwrap();
         assert_eq!(profile_only.objects_dir, Some(PathBuf::from("objs")));
+    }
+
+    #[test]
+    fn controllers_default_to_controlplane_and_can_be_turned_off() {
+        let args = parse(&["--provider", "aws"]).unwrap();
+        assert_eq!(args.controllers, [ControllerName::Controlplane]);
+        assert!(!args.register_webhook);
+        let off = parse(&["--provider", "aws", "--controllers", "none"]).unwrap();
+        assert_eq!(off.controllers, [ControllerName::None]);
+        assert!(parse(&["--provider", "aws", "--controllers", "worker"]).is_err());
     }
 
     #[test]

@@ -1,0 +1,192 @@
+//! What `scion serve` starts besides the HTTPS server: the state source, the
+//! leader-only work (ControlPlane controller, webhook self-registration), each
+//! chosen from the flags. Everything here is wiring; the logic lives in the
+//! library modules it calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::FutureExt as _;
+use sha2::{Digest, Sha256};
+
+use crate::ccm::CcmSpec;
+use crate::controller::{self, StopSignal};
+use crate::deploy::{self, Extension, RegistrationOutcome};
+use crate::server::Readiness;
+use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
+
+/// The state source chosen at start, and the API client when there is one.
+pub struct StateChoice {
+    pub state: Arc<dyn StateSource>,
+    pub client: Option<kube::Client>,
+}
+
+/// `--objects-dir DIR`: the directory, watched for changes. Otherwise the
+/// Kubernetes API from the kubeconfig or the in-cluster configuration.
+pub async fn open_state(
+    objects_dir: Option<&Path>,
+    readiness: &Readiness,
+) -> anyhow::Result<StateChoice> {
+    let choice = match objects_dir {
+        Some(dir) => {
+            let (objects, problems) = ObjectsDir::load(dir)
+                .with_context(|| format!("cannot read the objects directory {}", dir.display()))?;
+            for problem in &problems {
+                tracing::warn!(%problem, "objects directory: file skipped");
+            }
+            // The watcher task runs for the life of the process.
+            drop(
+                objects
+                    .watch(DEFAULT_DEBOUNCE)
+                    .context("cannot watch the objects directory")?,
+            );
+            tracing::info!(dir = %dir.display(), shoots = objects.snapshot().shoot_count(), "state from the objects directory");
+            StateChoice {
+                state: Arc::new(objects),
+                client: None,
+            }
+        }
+        None => {
+            let client = kube::Client::try_default().await.context(
+                "no --objects-dir given and no Kubernetes API configured (kubeconfig or in-cluster)",
+            )?;
+            let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
+            drop(state.spawn());
+            tracing::info!(
+                "state from the Kubernetes API (Cluster reflector, live Secret/ConfigMap reads)"
+            );
+            StateChoice {
+                state,
+                client: Some(client),
+            }
+        }
+    };
+    let state = choice.state.clone();
+    readiness.add_check("state-synced", Arc::new(move || state.is_synced()));
+    Ok(choice)
+}
+
+/// The leader-only work `serve` was asked for.
+pub struct LeaderWork {
+    pub client: kube::Client,
+    pub extension: Extension,
+    pub controller: Option<Arc<controller::Context>>,
+    pub register_webhook: Option<PathBuf>,
+}
+
+impl LeaderWork {
+    /// Nothing to do: neither a controller nor registration was asked for.
+    pub fn is_empty(&self) -> bool {
+        self.controller.is_none() && self.register_webhook.is_none()
+    }
+
+    /// Hold the Lease of the extension and run the work while leading.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> anyhow::Result<()> {
+        let lease = self.extension.leader_election_lease();
+        let namespace = self.extension.namespace().to_string();
+        let work = Arc::new(self);
+        controller::run_while_leading(
+            work.client.clone(),
+            &lease,
+            &namespace,
+            shutdown,
+            move |stop| {
+                let work = work.clone();
+                async move { work.lead(stop).await }
+            },
+        )
+        .await
+        .context("leader election failed")
+    }
+
+    async fn lead(&self, stop: StopSignal) {
+        let stop = stop.shared();
+        let controller = self.controller.clone().map(|ctx| {
+            tracing::info!("starting the ControlPlane controller");
+            tokio::spawn(controller::run(ctx, stop.clone()))
+        });
+        if let Some(ca_file) = &self.register_webhook {
+            keep_registered(&self.client, &self.extension, ca_file, stop.clone()).await;
+        }
+        if let Some(task) = controller
+            && let Err(err) = task.await
+        {
+            tracing::warn!(error = %err, "ControlPlane controller task ended abnormally");
+        }
+    }
+}
+
+/// How often the CA bundle file is checked for a change, and how often the
+/// webhook configuration is re-applied anyway (drift repair, like Gardener's
+/// 5-minute certificate reconciler).
+const CA_POLL: Duration = Duration::from_secs(10);
+const RESYNC: Duration = Duration::from_secs(300);
+
+/// Register the webhook configuration at start, whenever the CA bundle in
+/// `ca_file` changes (its content hash), and every [`RESYNC`]. Failures are
+/// retried with backoff and never end the loop.
+async fn keep_registered(
+    client: &kube::Client,
+    extension: &Extension,
+    ca_file: &Path,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut registered: Option<[u8; 32]> = None;
+    let mut last_sync = tokio::time::Instant::now();
+    let mut failures = 0u32;
+    loop {
+        let wait = match std::fs::read(ca_file) {
+            Err(err) => {
+                tracing::warn!(file = %ca_file.display(), error = %err, "cannot read the CA bundle for the webhook configuration");
+                CA_POLL
+            }
+            Ok(bundle) => {
+                let hash: [u8; 32] = Sha256::digest(&bundle).into();
+                if registered == Some(hash) && last_sync.elapsed() < RESYNC {
+                    CA_POLL
+                } else {
+                    match deploy::register_webhook(client, extension, &bundle).await {
+                        Ok(outcome) => {
+                            if outcome != RegistrationOutcome::Unchanged || registered != Some(hash)
+                            {
+                                tracing::info!(?outcome, name = %extension.webhook_config_name(), "webhook configuration registered");
+                            }
+                            registered = Some(hash);
+                            last_sync = tokio::time::Instant::now();
+                            failures = 0;
+                            CA_POLL
+                        }
+                        Err(err) => {
+                            failures = failures.saturating_add(1);
+                            let delay = controller::backoff_delay(failures).min(RESYNC);
+                            tracing::warn!(error = %err, retry_in = ?delay, "webhook registration failed");
+                            delay
+                        }
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = &mut stop => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// The CCM section of the profile, needed by the ControlPlane controller.
+pub fn controller_context(
+    client: kube::Client,
+    state: Arc<dyn StateSource>,
+    provider: &str,
+    spec: CcmSpec,
+) -> Arc<controller::Context> {
+    Arc::new(controller::Context::new(
+        client,
+        state,
+        provider,
+        Arc::new(spec),
+    ))
+}

@@ -31,7 +31,9 @@ use serde::Serialize;
 
 pub use names::{DEFAULT_IMAGE, Extension};
 pub use rbac::{API_CALLS, ApiCall, Names, Scope, Verb};
-pub use register::{RegistrationError, RegistrationOutcome, register_webhook};
+pub use register::{
+    RegistrationError, RegistrationOutcome, RegistrationTiming, keep_registered, register_webhook,
+};
 pub use webhook::{CONTROLPLANE_RULES, WebhookRule, webhook_configuration};
 
 /// What can go wrong while building the manifests.

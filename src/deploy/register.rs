@@ -8,11 +8,15 @@
 //! Call [`register_webhook`] from the leader once at start and again whenever
 //! the certificate (hence the CA bundle) changes.
 
+use std::path::Path;
+use std::time::Duration;
+
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::check_ca_bundle;
 use super::names::{Extension, FIELD_MANAGER};
@@ -219,4 +223,83 @@ mod tests {
             assert!(!is_up_to_date(&stored, &desired), "{stored}");
         }
     }
+}
+
+/// When [`keep_registered`] looks at the CA bundle and re-applies the
+/// configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistrationTiming {
+    /// How often the CA bundle file is checked for a change (content hash).
+    pub poll: Duration,
+    /// How often the configuration is re-applied anyway, repairing drift like
+    /// Gardener's 5-minute certificate reconciler.
+    pub resync: Duration,
+}
+
+impl Default for RegistrationTiming {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(10),
+            resync: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Keep the webhook configuration of `ext` registered with the CA bundle in
+/// `ca_file`: at start, whenever the file's content changes, and every
+/// `timing.resync`. Failures are logged and retried with backoff; the loop only
+/// ends when `stop` resolves.
+pub async fn keep_registered(
+    client: &kube::Client,
+    ext: &Extension,
+    ca_file: &Path,
+    timing: RegistrationTiming,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut registered: Option<[u8; 32]> = None;
+    let mut last_sync = tokio::time::Instant::now();
+    let mut failures = 0u32;
+    loop {
+        let wait = match std::fs::read(ca_file) {
+            Err(err) => {
+                tracing::warn!(file = %ca_file.display(), error = %err, "cannot read the CA bundle for the webhook configuration");
+                timing.poll
+            }
+            Ok(bundle) => {
+                let hash: [u8; 32] = Sha256::digest(&bundle).into();
+                if registered == Some(hash) && last_sync.elapsed() < timing.resync {
+                    timing.poll
+                } else {
+                    match register_webhook(client, ext, &bundle).await {
+                        Ok(outcome) => {
+                            if outcome != RegistrationOutcome::Unchanged || registered != Some(hash)
+                            {
+                                tracing::info!(?outcome, name = %ext.webhook_config_name(), "webhook configuration registered");
+                            }
+                            registered = Some(hash);
+                            last_sync = tokio::time::Instant::now();
+                            failures = 0;
+                            timing.poll
+                        }
+                        Err(err) => {
+                            failures = failures.saturating_add(1);
+                            let delay = retry_delay(failures).min(timing.resync);
+                            tracing::warn!(error = %err, retry_in = ?delay, "webhook registration failed");
+                            delay
+                        }
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = &mut stop => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// 1 s after the first failure, doubling.
+fn retry_delay(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.saturating_sub(1).min(9))
 }

@@ -5,15 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::FutureExt as _;
-use sha2::{Digest, Sha256};
 
 use crate::ccm::CcmSpec;
 use crate::controller::{self, StopSignal};
-use crate::deploy::{self, Extension, RegistrationOutcome};
+use crate::deploy::{self, Extension};
 use crate::server::Readiness;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
 
@@ -108,70 +106,19 @@ impl LeaderWork {
             tokio::spawn(controller::run(ctx, stop.clone()))
         });
         if let Some(ca_file) = &self.register_webhook {
-            keep_registered(&self.client, &self.extension, ca_file, stop.clone()).await;
+            deploy::keep_registered(
+                &self.client,
+                &self.extension,
+                ca_file,
+                deploy::RegistrationTiming::default(),
+                stop.clone(),
+            )
+            .await;
         }
         if let Some(task) = controller
             && let Err(err) = task.await
         {
             tracing::warn!(error = %err, "ControlPlane controller task ended abnormally");
-        }
-    }
-}
-
-/// How often the CA bundle file is checked for a change, and how often the
-/// webhook configuration is re-applied anyway (drift repair, like Gardener's
-/// 5-minute certificate reconciler).
-const CA_POLL: Duration = Duration::from_secs(10);
-const RESYNC: Duration = Duration::from_secs(300);
-
-/// Register the webhook configuration at start, whenever the CA bundle in
-/// `ca_file` changes (its content hash), and every [`RESYNC`]. Failures are
-/// retried with backoff and never end the loop.
-async fn keep_registered(
-    client: &kube::Client,
-    extension: &Extension,
-    ca_file: &Path,
-    stop: impl Future<Output = ()>,
-) {
-    tokio::pin!(stop);
-    let mut registered: Option<[u8; 32]> = None;
-    let mut last_sync = tokio::time::Instant::now();
-    let mut failures = 0u32;
-    loop {
-        let wait = match std::fs::read(ca_file) {
-            Err(err) => {
-                tracing::warn!(file = %ca_file.display(), error = %err, "cannot read the CA bundle for the webhook configuration");
-                CA_POLL
-            }
-            Ok(bundle) => {
-                let hash: [u8; 32] = Sha256::digest(&bundle).into();
-                if registered == Some(hash) && last_sync.elapsed() < RESYNC {
-                    CA_POLL
-                } else {
-                    match deploy::register_webhook(client, extension, &bundle).await {
-                        Ok(outcome) => {
-                            if outcome != RegistrationOutcome::Unchanged || registered != Some(hash)
-                            {
-                                tracing::info!(?outcome, name = %extension.webhook_config_name(), "webhook configuration registered");
-                            }
-                            registered = Some(hash);
-                            last_sync = tokio::time::Instant::now();
-                            failures = 0;
-                            CA_POLL
-                        }
-                        Err(err) => {
-                            failures = failures.saturating_add(1);
-                            let delay = controller::backoff_delay(failures).min(RESYNC);
-                            tracing::warn!(error = %err, retry_in = ?delay, "webhook registration failed");
-                            delay
-                        }
-                    }
-                }
-            }
-        };
-        tokio::select! {
-            () = &mut stop => return,
-            () = tokio::time::sleep(wait) => {}
         }
     }
 }

@@ -91,10 +91,10 @@ pub(crate) fn settings(
         set(&mut out.subnet_id, &default.subnet_id);
     }
     // The CloudProfile's vpn class is always offered, once.
-    if let Some(vpn) = lookup(&from_profile, "vpn") {
-        if !classes.iter().any(|c| c.name == vpn.name) {
-            classes.push(vpn.clone());
-        }
+    if let Some(vpn) = lookup(&from_profile, "vpn")
+        && !classes.iter().any(|c| c.name == vpn.name)
+    {
+        classes.push(vpn.clone());
     }
     out.classes = classes
         .into_iter()

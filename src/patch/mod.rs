@@ -52,7 +52,9 @@ fn diff_object(
         path.push_back(key.as_str());
         match b.get(key) {
             Some(bv) => diff_value(path, av, bv, ops),
-            None => ops.push(PatchOperation::Remove(RemoveOperation { path: path.clone() })),
+            None => ops.push(PatchOperation::Remove(RemoveOperation {
+                path: path.clone(),
+            })),
         }
         path.pop_back();
     }
@@ -118,7 +120,9 @@ fn diff_array(path: &mut PointerBuf, a: &[Value], b: &[Value], ops: &mut Vec<Pat
         }
         for _ in paired..deleted.len() {
             path.push_back(index);
-            ops.push(PatchOperation::Remove(RemoveOperation { path: path.clone() }));
+            ops.push(PatchOperation::Remove(RemoveOperation {
+                path: path.clone(),
+            }));
             path.pop_back();
         }
         for &y in &inserted[paired..] {
@@ -195,7 +199,10 @@ mod tests {
         let patch = diff(before, after);
         let mut applied = before.clone();
         json_patch::patch(&mut applied, &patch.0).unwrap();
-        assert_eq!(&applied, after, "patch {patch:?} does not reproduce the target");
+        assert_eq!(
+            &applied, after,
+            "patch {patch:?} does not reproduce the target"
+        );
         serde_json::to_value(&patch).unwrap()
     }
 
@@ -242,7 +249,13 @@ mod tests {
     #[test]
     fn removal_and_append_together_keep_indices_right() {
         let a = json!(["0", "--cloud-provider=aws", "1", "--cloud-config=x", "2"]);
-        let b = json!(["0", "1", "2", "--cloud-provider=external", "--allocate-node-cidrs=true"]);
+        let b = json!([
+            "0",
+            "1",
+            "2",
+            "--cloud-provider=external",
+            "--allocate-node-cidrs=true"
+        ]);
         let out = ops(&a, &b);
         assert_eq!(out.as_array().unwrap().len(), 4, "{out}");
     }

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod mutate;
+
 /// scion — the control-plane part of a Gardener provider extension.
 #[derive(Debug, Parser)]
 #[command(name = "scion", version, about, long_about = None)]
@@ -14,10 +16,15 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Mutate one object offline as the webhook would (print object or patch).
+    Mutate(mutate::MutateArgs),
+}
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Mutate(args) => mutate::main(args),
+    }
 }

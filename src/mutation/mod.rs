@@ -16,4 +16,4 @@ pub use apply::Objects;
 pub use dispatch::{Skip, TARGETS, Target, dispatch, target_for_component};
 pub use engine::{Engine, Mutation, RuleTrace};
 pub use sidecar::provider_sidecar;
-pub use webhook::WebhookMutator;
+pub use webhook::{Outcome, WebhookMutator, mutate_request};

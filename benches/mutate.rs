@@ -70,6 +70,21 @@ fn bench(c: &mut Criterion) {
     c.bench_function("kcm_admission_review_end_to_end", |b| {
         b.iter(|| handle(&mutator, std::hint::black_box(REVIEW)))
     });
+    // The parts, to see where the time goes.
+    c.bench_function("part_parse_review", |b| {
+        b.iter(|| AdmissionRequest::from_review_bytes(std::hint::black_box(REVIEW)))
+    });
+    let request = AdmissionRequest::from_review_bytes(REVIEW).expect("fixture parses");
+    c.bench_function("part_mutate", |b| {
+        b.iter(|| futures::executor::block_on(mutator.mutate(std::hint::black_box(&request))))
+    });
+    let Ok(Verdict::Mutated(after)) = futures::executor::block_on(mutator.mutate(&request)) else {
+        panic!("fixture is mutated")
+    };
+    let before = request.object.clone().expect("object");
+    c.bench_function("part_diff", |b| {
+        b.iter(|| scion::patch::diff(std::hint::black_box(&before), &after))
+    });
 }
 
 criterion_group!(benches, bench);

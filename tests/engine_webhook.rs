@@ -204,8 +204,9 @@ fn explain_trace_says_which_rules_matched_and_why() {
     let m = engine
         .mutate(target, &kcm(), &ctx, &Default::default())
         .unwrap();
-    let vac = m
-        .trace
+    assert_eq!(m.matched, ["scheduler-volume-attributes-class"]);
+    let trace = engine.explain(target, &ctx);
+    let vac = trace
         .iter()
         .find(|t| t.rule == "scheduler-volume-attributes-class")
         .unwrap();
@@ -216,8 +217,7 @@ fn explain_trace_says_which_rules_matched_and_why() {
         "{}",
         vac.reason
     );
-    let old = m
-        .trace
+    let old = trace
         .iter()
         .find(|t| t.rule == "scheduler-in-tree-plugin-unregister")
         .unwrap();

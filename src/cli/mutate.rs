@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
-use crate::mutation::{Engine, Outcome, mutate_request};
+use crate::mutation::{Engine, Outcome, dispatch, mutate_request};
 use crate::profile::Profile;
 use crate::state::{
     Cidrs, Hibernation, Networking, ObjectData, ShootContext, Snapshot, StateSource, WorkerPool,
@@ -96,15 +96,7 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         }
         Outcome::Mutated(m) => {
             if args.explain {
-                eprintln!(
-                    "profile {} ({})",
-                    engine.profile().provider,
-                    engine.profile().source
-                );
-                for t in &m.trace {
-                    let mark = if t.matched { "matched" } else { "skipped" };
-                    eprintln!("  {mark:7} {}: {}", t.rule, t.reason);
-                }
+                explain(&engine, state.as_ref(), &request)?;
             }
             m.object
         }
@@ -115,6 +107,28 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         Output::Patch => serde_json::to_string_pretty(&crate::patch::diff(&before, &after))?,
     };
     println!("{}", printed.trim_end());
+    Ok(())
+}
+
+/// Print every rule of the object's component with its evaluated condition.
+fn explain(
+    engine: &Engine,
+    state: &dyn StateSource,
+    request: &AdmissionRequest,
+) -> anyhow::Result<()> {
+    let object = request.object.as_ref().context("request has no object")?;
+    let target =
+        dispatch(&request.kind, object).map_err(|s| anyhow::anyhow!("not a target: {s:?}"))?;
+    let shoot = state.shoot(&request.namespace)?;
+    let profile = engine.profile();
+    eprintln!(
+        "profile {} ({}), component {}",
+        profile.provider, profile.source, target.component
+    );
+    for t in engine.explain(target, &shoot) {
+        let mark = if t.matched { "matched" } else { "skipped" };
+        eprintln!("  {mark:7} {}: {}", t.rule, t.reason);
+    }
     Ok(())
 }
 

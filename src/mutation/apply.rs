@@ -211,7 +211,7 @@ pub fn apply(
     container_name: &str,
     ctx: &ApplyContext<'_>,
 ) -> Res<()> {
-    let cpath = format!("container {container_name}");
+    let cpath = container_name;
     match action {
         Action::EnsureFlag(f) => {
             if let Some(c) = container(obj, container_name)? {

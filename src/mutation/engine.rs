@@ -34,7 +34,8 @@ pub struct RuleTrace {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mutation {
     pub object: Value,
-    pub trace: Vec<RuleTrace>,
+    /// Names of the rules that applied, in order.
+    pub matched: Vec<String>,
 }
 
 impl Engine {
@@ -100,20 +101,12 @@ impl Engine {
             sidecar_image: self.sidecar_image.as_deref(),
         };
         let mut out = object.clone();
-        let mut trace = Vec::new();
+        let mut matched = Vec::new();
         for rule in self.profile.rules(target.component) {
-            let matched = rule.when.as_ref().is_none_or(|c| c.eval(shoot));
-            trace.push(RuleTrace {
-                rule: rule.name.clone(),
-                matched,
-                reason: rule
-                    .when
-                    .as_ref()
-                    .map_or_else(|| "no condition".to_string(), |c| c.explain(shoot)),
-            });
-            if !matched {
+            if !rule.when.as_ref().is_none_or(|c| c.eval(shoot)) {
                 continue;
             }
+            matched.push(rule.name.clone());
             let container = rule
                 .container
                 .as_deref()
@@ -132,7 +125,27 @@ impl Engine {
                 })?;
             }
         }
-        Ok(Mutation { object: out, trace })
+        Ok(Mutation {
+            object: out,
+            matched,
+        })
+    }
+
+    /// Every rule of the component with whether it applies to this shoot and
+    /// why (the evaluated condition), for `scion mutate --explain`.
+    pub fn explain(&self, target: &Target, shoot: &ShootContext) -> Vec<RuleTrace> {
+        self.profile
+            .rules(target.component)
+            .iter()
+            .map(|rule| RuleTrace {
+                rule: rule.name.clone(),
+                matched: rule.when.as_ref().is_none_or(|c| c.eval(shoot)),
+                reason: rule
+                    .when
+                    .as_ref()
+                    .map_or_else(|| "no condition".to_string(), |c| c.explain(shoot)),
+            })
+            .collect()
     }
 }
 

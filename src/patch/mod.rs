@@ -25,47 +25,84 @@ use serde_json::{Map, Value};
 /// any RFC 6902 implementation yields a value equal to `after`.
 pub fn diff(before: &Value, after: &Value) -> Patch {
     let mut ops = Vec::new();
-    let mut path = PointerBuf::root();
+    let mut path = Path(String::new());
     diff_value(&mut path, before, after, &mut ops);
     Patch(ops)
 }
 
-fn diff_value(path: &mut PointerBuf, a: &Value, b: &Value, ops: &mut Vec<PatchOperation>) {
+/// The JSON pointer of the value being compared, as an escaped string. Kept as
+/// a plain string (truncated on the way back up) so that walking the document
+/// allocates nothing; a `PointerBuf` is built only for an emitted operation.
+struct Path(String);
+
+impl Path {
+    /// Append a key (escaped per RFC 6901) and return the length to truncate back to.
+    fn push_key(&mut self, key: &str) -> usize {
+        let len = self.0.len();
+        self.0.push('/');
+        for c in key.chars() {
+            match c {
+                '~' => self.0.push_str("~0"),
+                '/' => self.0.push_str("~1"),
+                c => self.0.push(c),
+            }
+        }
+        len
+    }
+
+    fn push_index(&mut self, index: usize) -> usize {
+        let len = self.0.len();
+        self.0.push('/');
+        self.0.push_str(&index.to_string());
+        len
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
+    }
+
+    fn pointer(&self) -> PointerBuf {
+        // The string is built from escaped tokens, so it is always a valid pointer.
+        PointerBuf::parse(self.0.clone()).unwrap_or_default()
+    }
+}
+
+fn diff_value(path: &mut Path, a: &Value, b: &Value, ops: &mut Vec<PatchOperation>) {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => diff_object(path, a, b, ops),
         (Value::Array(a), Value::Array(b)) => diff_array(path, a, b, ops),
         _ if a == b => {}
         _ => ops.push(PatchOperation::Replace(ReplaceOperation {
-            path: path.clone(),
+            path: path.pointer(),
             value: b.clone(),
         })),
     }
 }
 
 fn diff_object(
-    path: &mut PointerBuf,
+    path: &mut Path,
     a: &Map<String, Value>,
     b: &Map<String, Value>,
     ops: &mut Vec<PatchOperation>,
 ) {
     for (key, av) in a {
-        path.push_back(key.as_str());
+        let len = path.push_key(key);
         match b.get(key) {
             Some(bv) => diff_value(path, av, bv, ops),
             None => ops.push(PatchOperation::Remove(RemoveOperation {
-                path: path.clone(),
+                path: path.pointer(),
             })),
         }
-        path.pop_back();
+        path.truncate(len);
     }
     for (key, bv) in b {
         if !a.contains_key(key) {
-            path.push_back(key.as_str());
+            let len = path.push_key(key);
             ops.push(PatchOperation::Add(AddOperation {
-                path: path.clone(),
+                path: path.pointer(),
                 value: bv.clone(),
             }));
-            path.pop_back();
+            path.truncate(len);
         }
     }
 }
@@ -81,7 +118,7 @@ enum Step {
     Insert(usize),
 }
 
-fn diff_array(path: &mut PointerBuf, a: &[Value], b: &[Value], ops: &mut Vec<PatchOperation>) {
+fn diff_array(path: &mut Path, a: &[Value], b: &[Value], ops: &mut Vec<PatchOperation>) {
     let steps = align(a, b);
     // `index` is the position in the array as already patched by the emitted ops.
     let mut index = 0usize;
@@ -113,25 +150,25 @@ fn diff_array(path: &mut PointerBuf, a: &[Value], b: &[Value], ops: &mut Vec<Pat
             .collect();
         let paired = deleted.len().min(inserted.len());
         for k in 0..paired {
-            path.push_back(index);
+            let len = path.push_index(index);
             diff_value(path, &a[deleted[k]], &b[inserted[k]], ops);
-            path.pop_back();
+            path.truncate(len);
             index += 1;
         }
         for _ in paired..deleted.len() {
-            path.push_back(index);
+            let len = path.push_index(index);
             ops.push(PatchOperation::Remove(RemoveOperation {
-                path: path.clone(),
+                path: path.pointer(),
             }));
-            path.pop_back();
+            path.truncate(len);
         }
         for &y in &inserted[paired..] {
-            path.push_back(index);
+            let len = path.push_index(index);
             ops.push(PatchOperation::Add(AddOperation {
-                path: path.clone(),
+                path: path.pointer(),
                 value: b[y].clone(),
             }));
-            path.pop_back();
+            path.truncate(len);
             index += 1;
         }
     }

@@ -211,26 +211,26 @@ pub fn apply(
     container_name: &str,
     ctx: &ApplyContext<'_>,
 ) -> Res<()> {
-    let cpath = container_name;
+    let cpath = &format!("spec.template.spec.containers[{container_name}]");
     match action {
         Action::EnsureFlag(f) => {
             if let Some(c) = container(obj, container_name)? {
-                let list = child_array(c, f.list.field(), &cpath, true)?
-                    .ok_or_else(|| shape(&cpath, "a list"))?;
+                let list = child_array(c, f.list.field(), cpath, true)?
+                    .ok_or_else(|| shape(cpath, "a list"))?;
                 ensure_flag(list, &ctx.render(&f.flag), &ctx.render(&f.value));
             }
         }
         Action::RemoveFlag(f) => {
             if let Some(c) = container(obj, container_name)?
-                && let Some(list) = child_array(c, f.list.field(), &cpath, false)?
+                && let Some(list) = child_array(c, f.list.field(), cpath, false)?
             {
                 remove_flag(list, &ctx.render(&f.flag));
             }
         }
         Action::EnsureListItem(l) => {
             if let Some(c) = container(obj, container_name)? {
-                let list = child_array(c, l.list.field(), &cpath, true)?
-                    .ok_or_else(|| shape(&cpath, "a list"))?;
+                let list = child_array(c, l.list.field(), cpath, true)?
+                    .ok_or_else(|| shape(cpath, "a list"))?;
                 ensure_list_item(
                     list,
                     &ctx.render(&l.flag),
@@ -241,7 +241,7 @@ pub fn apply(
         }
         Action::RemoveListItem(l) => {
             if let Some(c) = container(obj, container_name)?
-                && let Some(list) = child_array(c, l.list.field(), &cpath, false)?
+                && let Some(list) = child_array(c, l.list.field(), cpath, false)?
             {
                 remove_list_item(
                     list,
@@ -259,7 +259,7 @@ pub fn apply(
             };
             if let Some(c) = container(obj, container_name)? {
                 let list =
-                    child_array(c, field, &cpath, true)?.ok_or_else(|| shape(&cpath, "a list"))?;
+                    child_array(c, field, cpath, true)?.ok_or_else(|| shape(cpath, "a list"))?;
                 ensure_named(list, "name", ctx.render_value(v));
             }
         }
@@ -270,7 +270,7 @@ pub fn apply(
                 "volumeMounts"
             };
             if let Some(c) = container(obj, container_name)?
-                && let Some(list) = child_array(c, field, &cpath, false)?
+                && let Some(list) = child_array(c, field, cpath, false)?
             {
                 remove_named(list, "name", &ctx.render(&n.name));
             }

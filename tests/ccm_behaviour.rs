@@ -362,9 +362,15 @@ fn deployment_service_and_pdb_are_valid_kubernetes_objects() {
 
 #[test]
 fn a_profile_without_vpa_renders_no_vpa() {
-    let yaml = include_str!("../src/ccm/profiles/aws.yaml");
-    let cut = yaml.find("  vpa:").expect("vpa section");
-    let spec = CcmSpec::from_profile_yaml(&yaml[..cut]).expect("valid without vpa");
+    let mut raw = scion::profile::Profile::builtin("aws")
+        .expect("aws profile")
+        .ccm
+        .expect("ccm section");
+    raw.as_object_mut()
+        .expect("mapping")
+        .remove("vpa")
+        .expect("vpa section");
+    let spec = CcmSpec::from_value(raw).expect("valid without vpa");
     let cp = aws_cp(None, aws_subnets());
     let shoot = shoot(&["IPv4"], false);
     let r = ccm::render(

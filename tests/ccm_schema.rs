@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 #[test]
 fn ccm_section_errors_name_the_field() {
-    let base = include_str!("../src/ccm/profiles/aws.yaml");
+    let base = include_str!("../src/profile/builtin/aws.yaml");
     let cases = [
         (
             base.replace(

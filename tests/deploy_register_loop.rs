@@ -35,10 +35,20 @@ async fn registers_at_start_and_again_when_the_ca_file_changes() {
 
     let expected_first = first.clone();
     let start = vec![
-        call(Method::GET, MWC_PATH, StatusCode::NOT_FOUND, status(404, "NotFound")),
+        call(
+            Method::GET,
+            MWC_PATH,
+            StatusCode::NOT_FOUND,
+            status(404, "NotFound"),
+        ),
         call(Method::GET, NS_PATH, StatusCode::OK, namespace()),
-        call(Method::POST, MWC_COLLECTION, StatusCode::CREATED, stored(&first, "1"))
-            .checking(move |_, body| assert_eq!(ca_bundle_of(&body), expected_first)),
+        call(
+            Method::POST,
+            MWC_COLLECTION,
+            StatusCode::CREATED,
+            stored(&first, "1"),
+        )
+        .checking(move |_, body| assert_eq!(ca_bundle_of(&body), expected_first)),
     ];
     tokio::time::timeout(Duration::from_secs(2), serve_calls(&mut handle, start))
         .await
@@ -46,15 +56,23 @@ async fn registers_at_start_and_again_when_the_ca_file_changes() {
 
     // Unchanged file: many polls, no API call.
     let quiet = tokio::time::timeout(Duration::from_millis(200), handle.next_request()).await;
-    assert!(quiet.is_err(), "an unchanged CA bundle must cause no request");
+    assert!(
+        quiet.is_err(),
+        "an unchanged CA bundle must cause no request"
+    );
 
     // Rotation: the new bundle lands in the file; the configuration is patched.
     std::fs::write(&ca_file, &second).unwrap();
     let expected_second = second.clone();
     let rotation = vec![
         call(Method::GET, MWC_PATH, StatusCode::OK, stored(&first, "1")),
-        call(Method::PATCH, MWC_PATH, StatusCode::OK, stored(&second, "2"))
-            .checking(move |_, body| assert_eq!(ca_bundle_of(&body), expected_second)),
+        call(
+            Method::PATCH,
+            MWC_PATH,
+            StatusCode::OK,
+            stored(&second, "2"),
+        )
+        .checking(move |_, body| assert_eq!(ca_bundle_of(&body), expected_second)),
     ];
     tokio::time::timeout(Duration::from_secs(2), serve_calls(&mut handle, rotation))
         .await

@@ -108,6 +108,37 @@ pub enum ReviewError {
 impl AdmissionRequest {
     /// Parse an AdmissionReview body and return its request.
     pub fn from_review_bytes(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+        // Fast path: one pass straight into the typed request (the object is
+        // parsed once). Anything unusual takes the checked path below, which
+        // names what is wrong.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Direct {
+            #[serde(default)]
+            api_version: String,
+            #[serde(default)]
+            kind: String,
+            request: AdmissionRequest,
+        }
+        if let Ok(direct) = serde_json::from_slice::<Direct>(body) {
+            let version = match direct.api_version.as_str() {
+                "admission.k8s.io/v1" => Some(ReviewVersion::V1),
+                "admission.k8s.io/v1beta1" => Some(ReviewVersion::V1Beta1),
+                _ => None,
+            };
+            if let Some(version) = version
+                && direct.kind == "AdmissionReview"
+                && !direct.request.uid.is_empty()
+            {
+                let mut request = direct.request;
+                request.version = version;
+                return Ok(request);
+            }
+        }
+        Self::from_review_bytes_checked(body)
+    }
+
+    fn from_review_bytes_checked(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Envelope {

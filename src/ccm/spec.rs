@@ -194,6 +194,18 @@ impl CcmSpec {
         Ok(spec)
     }
 
+    /// The `ccm:` section of a loaded provider profile.
+    pub fn from_profile(profile: &crate::profile::Profile) -> Result<Self, SpecError> {
+        let raw = profile.ccm.clone().ok_or_else(|| SpecError::Invalid {
+            field: "ccm".into(),
+            reason: format!(
+                "profile {} has no ccm section; the ControlPlane controller needs one",
+                profile.source
+            ),
+        })?;
+        Self::from_value(raw)
+    }
+
     /// Parse a YAML document whose top level is `ccm:` (the layout of a profile file).
     pub fn from_profile_yaml(yaml: &str) -> Result<Self, SpecError> {
         #[derive(Deserialize)]
@@ -334,20 +346,11 @@ fn parse_minor(s: &str) -> Option<(u64, u64)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
-/// The built-in CCM section of a provider, as shipped with scion. The lead will
-/// redirect this to the merged provider profile; callers only use this function.
+/// The CCM section of the built-in profile of `provider`.
 pub fn builtin_spec(provider: &str) -> Result<CcmSpec, SpecError> {
-    let yaml = match provider {
-        "aws" => include_str!("profiles/aws.yaml"),
-        "openstack" => include_str!("profiles/openstack.yaml"),
-        other => {
-            return Err(SpecError::Invalid {
-                field: "provider".into(),
-                reason: format!(
-                    "no built-in CCM section for provider {other:?} (have: aws, openstack)"
-                ),
-            });
-        }
-    };
-    CcmSpec::from_profile_yaml(yaml)
+    let profile = crate::profile::Profile::builtin(provider).map_err(|e| SpecError::Invalid {
+        field: "provider".into(),
+        reason: e.to_string(),
+    })?;
+    CcmSpec::from_profile(&profile)
 }

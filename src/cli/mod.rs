@@ -4,6 +4,7 @@
 pub mod certs;
 pub mod logging;
 pub mod manifests;
+pub mod mutate;
 pub mod render;
 pub mod serve;
 
@@ -29,6 +30,8 @@ pub enum Command {
     Certs(certs::CertsArgs),
     /// Print the installation manifests for a seed as a YAML stream.
     Manifests(manifests::ManifestsArgs),
+    /// Mutate one object offline as the webhook would (print object or patch).
+    Mutate(mutate::MutateArgs),
     /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
     Render(render::RenderArgs),
 }
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         }
         Command::Certs(args) => certs::run(args),
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
+        Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
     };
     match result {

@@ -1,1 +1,19 @@
 //! The mutation engine: applies a provider profile to a control-plane object.
+//!
+//! * [`dispatch`] / [`TARGETS`]: which objects are mutated (Gardener's generic mutator);
+//! * [`Engine`]: the pure core — `needs` then `mutate`, no I/O;
+//! * [`WebhookMutator`]: the [`crate::admission::Mutator`] shell that reads the
+//!   shoot context and the needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
+
+mod apply;
+mod dispatch;
+mod engine;
+pub mod primitives;
+mod sidecar;
+mod webhook;
+
+pub use apply::Objects;
+pub use dispatch::{Skip, TARGETS, Target, dispatch, target_for_component};
+pub use engine::{Engine, Mutation, RuleTrace};
+pub use sidecar::provider_sidecar;
+pub use webhook::{Outcome, WebhookMutator, mutate_request};

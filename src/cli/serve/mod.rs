@@ -13,9 +13,11 @@ mod components;
 use futures::FutureExt as _;
 
 use super::logging::{self, LogArgs};
-use crate::admission::{Mutator, PassThrough};
+use crate::admission::Mutator;
 use crate::deploy::Extension;
+use crate::mutation::{Engine, WebhookMutator};
 use crate::profile::BUILTIN_PROVIDERS;
+use crate::profile::Profile;
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
 use components::LeaderWork;
@@ -82,6 +84,9 @@ pub struct ServeArgs {
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
     pub register_webhook: bool,
+    /// Image of the machine-controller-manager provider sidecar (overrides the profile's).
+    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
+    pub mcm_provider_image: Option<String>,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
     #[arg(long, env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
@@ -133,25 +138,40 @@ impl ServeArgs {
     }
 }
 
-/// The mutator behind `POST /controlplane`. The one place where the
-/// mutation engine is plugged in.
-fn build_mutator(
-    _args: &ServeArgs,
-    _state: Arc<dyn StateSource>,
-) -> anyhow::Result<Arc<dyn Mutator>> {
-    Ok(Arc::new(PassThrough))
+/// The provider profile: `--profile FILE`, else the built-in of `--provider`.
+fn load_profile(args: &ServeArgs) -> anyhow::Result<Profile> {
+    let profile = match (&args.profile, &args.provider) {
+        (Some(path), _) => Profile::load(path)?,
+        (None, Some(provider)) => Profile::builtin(provider)?,
+        (None, None) => anyhow::bail!("--provider or --profile is required"),
+    };
+    if let Some(provider) = &args.provider
+        && *provider != profile.provider
+    {
+        anyhow::bail!(
+            "--provider {provider:?} does not match the provider {:?} of {}",
+            profile.provider,
+            profile.source
+        );
+    }
+    Ok(profile)
 }
 
-/// The provider name: `--provider`, or the name of the `--profile`.
-fn provider_name(args: &ServeArgs) -> anyhow::Result<String> {
-    args.provider
-        .clone()
-        .context("--provider is required to name the extension")
+/// The mutator behind `POST /controlplane`: the engine over the profile and
+/// the state source.
+fn build_mutator(
+    args: &ServeArgs,
+    profile: Profile,
+    state: Arc<dyn StateSource>,
+) -> Arc<dyn Mutator> {
+    let engine = Engine::new(profile).with_sidecar_image(args.mcm_provider_image.clone());
+    Arc::new(WebhookMutator::new(engine, state))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
 fn leader_work(
     args: &ServeArgs,
+    profile: &Profile,
     state: &Arc<dyn StateSource>,
     client: Option<kube::Client>,
 ) -> anyhow::Result<Option<LeaderWork>> {
@@ -170,14 +190,16 @@ fn leader_work(
         }
         return Ok(None);
     };
-    let provider = provider_name(args)?;
+    let provider = profile.provider.clone();
     let namespace = args
         .webhook_namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
     let extension = Extension::new(&provider, &namespace)?;
     let controller = if wants_controller {
-        let spec = crate::ccm::builtin_spec(&provider)?;
+        let spec = crate::ccm::CcmSpec::from_profile(profile).with_context(|| {
+            format!("the ControlPlane controller cannot use {}", profile.source)
+        })?;
         Some(components::controller_context(
             client.clone(),
             state.clone(),
@@ -278,9 +300,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
     let readiness = Readiness::new();
     let metrics = Metrics::new();
+    let profile = load_profile(&args)?;
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
-    let mutator = build_mutator(&args, choice.state.clone())?;
-    let leader = leader_work(&args, &choice.state, choice.client)?.map(|work| {
+    let leader = leader_work(&args, &profile, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             if let Err(err) = work.run(shutdown).await {
@@ -288,6 +310,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         })
     });
+    let mutator = build_mutator(&args, profile, choice.state.clone());
     server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
     if let Some(leader) = leader {
         // The lease is released once the leader work has seen the shutdown.

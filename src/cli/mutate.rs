@@ -1,0 +1,228 @@
+//! `scion mutate`: run the control-plane webhook on one object offline and print
+//! the mutated object or the patch; `--explain` lists which rules matched.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+
+use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
+use crate::mutation::{Engine, Outcome, dispatch, mutate_request};
+use crate::profile::Profile;
+use crate::state::{DecodedObject, ObjectsDir, Snapshot, StateSource, decode_object};
+
+/// Output format of `scion mutate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Yaml,
+    Json,
+    /// The RFC 6902 JSONPatch the webhook would answer with.
+    Patch,
+}
+
+/// Mutate one object offline, as the webhook would.
+#[derive(Debug, Args)]
+pub struct MutateArgs {
+    /// Provider whose built-in profile to use (aws, openstack).
+    #[arg(long, env = "SCION_PROVIDER")]
+    pub provider: String,
+    /// Use this profile file instead of the built-in one.
+    #[arg(long, env = "SCION_PROFILE")]
+    pub profile: Option<PathBuf>,
+    /// Directory of Cluster, Secret and ConfigMap manifests.
+    #[arg(long, env = "SCION_OBJECTS_DIR", conflicts_with = "cluster")]
+    pub objects_dir: Option<PathBuf>,
+    /// A YAML file with the Cluster and, as further documents, the Secrets and
+    /// ConfigMaps the rules read.
+    #[arg(long, env = "SCION_CLUSTER")]
+    pub cluster: Option<PathBuf>,
+    /// Override the image of the machine-controller-manager provider sidecar.
+    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE")]
+    pub mcm_provider_image: Option<String>,
+    /// The object manifest or AdmissionReview (YAML or JSON); `-` for stdin.
+    #[arg(short = 'f', long = "filename", env = "SCION_FILENAME")]
+    pub file: PathBuf,
+    #[arg(short, long, value_enum, default_value = "yaml", env = "SCION_OUTPUT")]
+    pub output: Output,
+    /// List on stderr which rules matched and why.
+    #[arg(long, env = "SCION_EXPLAIN")]
+    pub explain: bool,
+}
+
+/// Run `scion mutate`.
+pub fn run(args: MutateArgs) -> anyhow::Result<()> {
+    let profile = match &args.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::builtin(&args.provider)?,
+    };
+    let engine = Engine::new(profile).with_sidecar_image(args.mcm_provider_image.clone());
+    let state = build_state(&args)?;
+    let text = read_input(&args.file)?;
+    let request = request_from_input(&text).with_context(|| {
+        format!(
+            "{}: not an object manifest or AdmissionReview",
+            args.file.display()
+        )
+    })?;
+    let before = request.object.clone().unwrap_or(Value::Null);
+
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let outcome = runtime
+        .block_on(mutate_request(&engine, state.as_ref(), &request))
+        .map_err(|d| anyhow::anyhow!("denied ({} {}): {d}", d.code(), d.reason()))?;
+    let after = match outcome {
+        Outcome::Skipped(why) => {
+            if args.explain {
+                eprintln!("not mutated: {why}");
+            }
+            before.clone()
+        }
+        Outcome::Mutated(m) => {
+            if args.explain {
+                explain(&engine, state.as_ref(), &request)?;
+            }
+            m.object
+        }
+    };
+    let printed = match args.output {
+        Output::Json => serde_json::to_string_pretty(&after)?,
+        Output::Yaml => serde_saphyr::to_string(&after)?,
+        Output::Patch => serde_json::to_string_pretty(&crate::patch::diff(&before, &after))?,
+    };
+    println!("{}", printed.trim_end());
+    Ok(())
+}
+
+/// Print every rule of the object's component with its evaluated condition.
+fn explain(
+    engine: &Engine,
+    state: &dyn StateSource,
+    request: &AdmissionRequest,
+) -> anyhow::Result<()> {
+    let object = request.object.as_ref().context("request has no object")?;
+    let target =
+        dispatch(&request.kind, object).map_err(|s| anyhow::anyhow!("not a target: {s:?}"))?;
+    let shoot = state.shoot(&request.namespace)?;
+    let profile = engine.profile();
+    eprintln!(
+        "profile {} ({}), component {}",
+        profile.provider, profile.source, target.component
+    );
+    for t in engine.explain(target, &shoot) {
+        let mark = if t.matched { "matched" } else { "skipped" };
+        eprintln!("  {mark:7} {}: {}", t.rule, t.reason);
+    }
+    Ok(())
+}
+
+/// The state the command reads: an objects directory (as `serve` reads it), or
+/// the manifests of `--cluster FILE`, or nothing.
+fn build_state(args: &MutateArgs) -> anyhow::Result<Arc<dyn StateSource>> {
+    if let Some(dir) = &args.objects_dir {
+        let (objects, problems) = ObjectsDir::load(dir)
+            .with_context(|| format!("cannot read the objects directory {}", dir.display()))?;
+        for problem in &problems {
+            eprintln!("warning: {problem}");
+        }
+        return Ok(Arc::new(objects));
+    }
+    let mut snapshot = Snapshot::default();
+    if let Some(path) = &args.cluster {
+        load_manifests_into(&mut snapshot, &read_input(path)?)
+            .with_context(|| format!("{}", path.display()))?;
+    }
+    Ok(Arc::new(snapshot))
+}
+
+fn read_input(path: &Path) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).with_context(|| format!("could not read {}", path.display()))
+}
+
+/// An AdmissionReview as sent, or a bare manifest turned into an UPDATE request.
+pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
+    let value: Value = serde_saphyr::from_str(text)?;
+    if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
+        return Ok(AdmissionRequest::from_review_bytes(&serde_json::to_vec(
+            &value,
+        )?)?);
+    }
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let meta = |key: &str| {
+        value
+            .pointer(&format!("/metadata/{key}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Ok(AdmissionRequest {
+        uid: "scion-mutate".into(),
+        kind: GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into(),
+        },
+        name: meta("name"),
+        namespace: meta("namespace"),
+        operation: Operation::Update,
+        object: Some(value),
+        old_object: None,
+        dry_run: Some(true),
+        version: ReviewVersion::V1,
+    })
+}
+
+/// Load the Cluster, Secret and ConfigMap manifests of `text` (multi-document
+/// YAML or JSON) into `snapshot`, decoded exactly as the objects directory does.
+fn load_manifests_into(snapshot: &mut Snapshot, text: &str) -> anyhow::Result<()> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text)?;
+    for doc in docs.into_iter().filter(|d| !d.is_null()) {
+        match decode_object(doc).map_err(|e| anyhow::anyhow!(e))? {
+            DecodedObject::Shoot(shoot) => snapshot.insert_shared_shoot(shoot),
+            DecodedObject::MalformedCluster(err) => return Err(err.into()),
+            DecodedObject::Object {
+                namespace,
+                name,
+                data,
+            } => snapshot.insert_object(&namespace, &name, data),
+            DecodedObject::ControlPlane { .. } => {}
+            DecodedObject::Ignored { api_version, kind } => {
+                bail!(
+                    "unexpected document {api_version} {kind} (want Cluster, Secret or ConfigMap)"
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_manifest_becomes_an_update_request() {
+        let r = request_from_input(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: kube-scheduler, namespace: shoot--a--b}\n",
+        )
+        .unwrap();
+        assert_eq!(r.kind.group, "apps");
+        assert_eq!(r.kind.version, "v1");
+        assert_eq!(r.namespace, "shoot--a--b");
+        assert_eq!(r.operation, Operation::Update);
+    }
+}

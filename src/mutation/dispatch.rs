@@ -1,0 +1,166 @@
+//! Which objects the control-plane webhook mutates (Gardener's generic mutator,
+//! restricted to the control-plane components scion implements).
+
+use serde_json::Value;
+
+use crate::admission::GroupVersionKind;
+
+/// One object kind and name the webhook mutates. The component name is the key
+/// of the profile's `components:` map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// Profile component key; equal to the object name.
+    pub component: &'static str,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    /// Plural resource, for webhook rules.
+    pub resource: &'static str,
+    /// `metadata.name` of the object.
+    pub name: &'static str,
+    /// The container container-level actions edit by default (`None` for a VPA).
+    pub container: Option<&'static str>,
+}
+
+impl Target {
+    /// Whether the object is a VerticalPodAutoscaler.
+    pub fn is_vpa(&self) -> bool {
+        self.container.is_none()
+    }
+}
+
+const fn deployment(name: &'static str) -> Target {
+    Target {
+        component: name,
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        resource: "deployments",
+        name,
+        container: Some(name),
+    }
+}
+
+/// Every object the webhook mutates. The webhook-configuration generator builds
+/// its rules from this table (and tests that they match).
+pub const TARGETS: &[Target] = &[
+    deployment("kube-apiserver"),
+    deployment("kube-controller-manager"),
+    deployment("kube-scheduler"),
+    deployment("cluster-autoscaler"),
+    deployment("machine-controller-manager"),
+    Target {
+        component: "machine-controller-manager-vpa",
+        group: "autoscaling.k8s.io",
+        version: "v1",
+        kind: "VerticalPodAutoscaler",
+        resource: "verticalpodautoscalers",
+        name: "machine-controller-manager-vpa",
+        container: None,
+    },
+];
+
+/// The target of a component name, if it is one.
+pub fn target_for_component(component: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.component == component)
+}
+
+/// Why an object is left alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// Kind or name is not in [`TARGETS`].
+    NotTargeted,
+    /// `metadata.deletionTimestamp` is set (Gardener's first rule).
+    BeingDeleted,
+}
+
+/// Decide whether the webhook mutates `object` of kind `kind` (the request's
+/// `kind`). Dispatch is on group, version, kind and `metadata.name`, like
+/// Gardener's generic mutator; the namespace is the webhook's business.
+pub fn dispatch(kind: &GroupVersionKind, object: &Value) -> Result<&'static Target, Skip> {
+    let metadata = object.get("metadata");
+    let name = metadata
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let target = TARGETS
+        .iter()
+        .find(|t| {
+            t.group == kind.group
+                && t.version == kind.version
+                && t.kind == kind.kind
+                && t.name == name
+        })
+        .ok_or(Skip::NotTargeted)?;
+    match metadata.and_then(|m| m.get("deletionTimestamp")) {
+        Some(ts) if !ts.is_null() => Err(Skip::BeingDeleted),
+        _ => Ok(target),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
+        GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    #[test]
+    fn dispatches_on_kind_and_name_like_gardener() {
+        let deploy = gvk("apps", "v1", "Deployment");
+        for name in [
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "cluster-autoscaler",
+            "machine-controller-manager",
+        ] {
+            let t = dispatch(&deploy, &json!({"metadata": {"name": name}})).unwrap();
+            assert_eq!(t.component, name);
+        }
+        let vpa = gvk("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler");
+        assert!(
+            dispatch(
+                &vpa,
+                &json!({"metadata": {"name": "machine-controller-manager-vpa"}})
+            )
+            .is_ok()
+        );
+        // Gardener's ignored cases: other names, other kinds with a known name.
+        assert_eq!(
+            dispatch(&deploy, &json!({"metadata": {"name": "test"}})),
+            Err(Skip::NotTargeted)
+        );
+        assert_eq!(
+            dispatch(&vpa, &json!({"metadata": {"name": "test"}})),
+            Err(Skip::NotTargeted)
+        );
+        assert_eq!(
+            dispatch(
+                &gvk("apps", "v1", "StatefulSet"),
+                &json!({"metadata": {"name": "kube-apiserver"}})
+            ),
+            Err(Skip::NotTargeted)
+        );
+        assert_eq!(
+            dispatch(
+                &gvk("", "v1", "Service"),
+                &json!({"metadata": {"name": "kube-apiserver"}})
+            ),
+            Err(Skip::NotTargeted)
+        );
+    }
+
+    #[test]
+    fn deletion_timestamp_passes_unchanged() {
+        let deploy = gvk("apps", "v1", "Deployment");
+        let obj = json!({"metadata": {"name": "kube-apiserver", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(dispatch(&deploy, &obj), Err(Skip::BeingDeleted));
+    }
+}

@@ -1,0 +1,203 @@
+//! The pure engine: a profile applied to one object with one shoot context.
+//!
+//! Two steps, so that the engine never does I/O:
+//! 1. [`Engine::needs`] — which Secrets/ConfigMaps the matching rules read;
+//! 2. [`Engine::mutate`] — the mutated object, given those objects.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::apply::{ApplyContext, ApplyError, Objects, apply};
+use super::dispatch::Target;
+use crate::admission::Denial;
+use crate::profile::{Action, Profile};
+use crate::state::{ObjectKind, ShootContext};
+
+/// A provider profile ready to mutate objects. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    profile: Arc<Profile>,
+    sidecar_image: Option<String>,
+}
+
+/// Whether a rule applied, and why, for `--explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleTrace {
+    pub rule: String,
+    pub matched: bool,
+    /// The condition's evaluation, or "no condition".
+    pub reason: String,
+}
+
+/// The result of a mutation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutation {
+    pub object: Value,
+    /// Names of the rules that applied, in order.
+    pub matched: Vec<String>,
+}
+
+impl Engine {
+    pub fn new(profile: Profile) -> Self {
+        Engine {
+            profile: Arc::new(profile),
+            sidecar_image: None,
+        }
+    }
+
+    /// Use `image` for every `providerSidecar` instead of the profile's.
+    pub fn with_sidecar_image(mut self, image: Option<String>) -> Self {
+        self.sidecar_image = image;
+        self
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The Secrets and ConfigMaps (in the object's namespace) that the rules
+    /// matching this shoot read; sorted and without duplicates.
+    pub fn needs(&self, target: &Target, shoot: &ShootContext) -> Vec<(ObjectKind, String)> {
+        let mut out = Vec::new();
+        let rules = self.profile.rules(target.component).iter();
+        for rule in rules.filter(|r| r.when.as_ref().is_none_or(|c| c.eval(shoot))) {
+            for action in &rule.actions {
+                let need = match action {
+                    Action::SecretChecksum(n) => Some((ObjectKind::Secret, n.name.clone())),
+                    Action::ConfigMapChecksum(n) => Some((ObjectKind::ConfigMap, n.name.clone())),
+                    Action::ProviderSidecar(s) if s.workload_identity => {
+                        Some((ObjectKind::Secret, "cloudprovider".to_string()))
+                    }
+                    _ => None,
+                };
+                out.extend(need);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Apply the matching rules, in profile order, to a copy of `object`.
+    /// `objects` must hold what [`Engine::needs`] listed; a missing one is a
+    /// `Forbidden` denial naming it, a malformed object a `BadObject`.
+    pub fn mutate(
+        &self,
+        target: &Target,
+        object: &Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Result<Mutation, Denial> {
+        check_shape(target, object)?;
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(&shoot.cluster_name);
+        let ctx = ApplyContext {
+            namespace,
+            region: &shoot.region,
+            objects,
+            sidecar_image: self.sidecar_image.as_deref(),
+        };
+        let mut out = object.clone();
+        let mut matched = Vec::new();
+        for rule in self.profile.rules(target.component) {
+            if !rule.when.as_ref().is_none_or(|c| c.eval(shoot)) {
+                continue;
+            }
+            matched.push(rule.name.clone());
+            let container = rule
+                .container
+                .as_deref()
+                .or(target.container)
+                .unwrap_or(target.component);
+            for action in &rule.actions {
+                apply(&mut out, action, container, &ctx).map_err(|e| match e {
+                    ApplyError::Shape { path, expected } => Denial::BadObject(format!(
+                        "{} {namespace}/{}: field {path} must be {expected} (rule \"{}\")",
+                        target.kind, target.name, rule.name
+                    )),
+                    ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
+                        "could not get {} '{namespace}/{name}': not found",
+                        kind_word(kind)
+                    )),
+                })?;
+            }
+        }
+        Ok(Mutation {
+            object: out,
+            matched,
+        })
+    }
+
+    /// Every rule of the component with whether it applies to this shoot and
+    /// why (the evaluated condition), for `scion mutate --explain`.
+    pub fn explain(&self, target: &Target, shoot: &ShootContext) -> Vec<RuleTrace> {
+        self.profile
+            .rules(target.component)
+            .iter()
+            .map(|rule| RuleTrace {
+                rule: rule.name.clone(),
+                matched: rule.when.as_ref().is_none_or(|c| c.eval(shoot)),
+                reason: rule
+                    .when
+                    .as_ref()
+                    .map_or_else(|| "no condition".to_string(), |c| c.explain(shoot)),
+            })
+            .collect()
+    }
+}
+
+/// Gardener's spelling in its error messages.
+pub(super) fn kind_word(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Secret => "secret",
+        ObjectKind::ConfigMap => "configmap",
+    }
+}
+
+/// The object must decode as its kind where scion reads it: a map with map
+/// metadata, and for a Deployment a pod template whose containers are named maps.
+fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
+    let bad = |what: String| Denial::BadObject(format!("{} {}: {what}", target.kind, target.name));
+    if !object.is_object() {
+        return Err(bad("the object is not a JSON object".into()));
+    }
+    if let Some(meta) = object.get("metadata")
+        && !meta.is_object()
+    {
+        return Err(bad("field metadata must be a map".into()));
+    }
+    if target.is_vpa() {
+        return match object.get("spec") {
+            None | Some(Value::Object(_)) => Ok(()),
+            _ => Err(bad("field spec must be a map".into())),
+        };
+    }
+    let Some(containers) = object.pointer("/spec/template/spec/containers") else {
+        return Ok(());
+    };
+    let containers = containers
+        .as_array()
+        .ok_or_else(|| bad("field spec.template.spec.containers must be a list".into()))?;
+    for (i, c) in containers.iter().enumerate() {
+        if c.get("name").and_then(Value::as_str).is_none() {
+            return Err(bad(format!(
+                "field spec.template.spec.containers[{i}] must be a map with a string name"
+            )));
+        }
+        for field in ["command", "args"] {
+            match c.get(field) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
+                Some(_) => {
+                    return Err(bad(format!(
+                        "field spec.template.spec.containers[{i}].{field} must be a list of strings"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! Gardener's webhook helpers (`extensions/pkg/webhook/utils.go`) over JSON
+//! arrays, with the exact semantics of the Go originals. Non-string elements of
+//! a flag list are never matched and never moved.
+
+use serde_json::Value;
+
+fn has_prefix(v: &Value, prefix: &str) -> bool {
+    v.as_str().is_some_and(|s| s.starts_with(prefix))
+}
+
+/// `EnsureStringWithPrefix`: replace every element starting with `prefix` by
+/// `prefix + value` in place; if there is none, append it.
+pub fn ensure_flag(list: &mut Vec<Value>, prefix: &str, value: &str) {
+    let wanted = format!("{prefix}{value}");
+    let mut found = false;
+    for item in list.iter_mut().filter(|v| has_prefix(v, prefix)) {
+        found = true;
+        if item.as_str() != Some(wanted.as_str()) {
+            *item = Value::String(wanted.clone());
+        }
+    }
+    if !found {
+        list.push(Value::String(wanted));
+    }
+}
+
+/// `EnsureNoStringWithPrefix`: remove every element starting with `prefix`.
+pub fn remove_flag(list: &mut Vec<Value>, prefix: &str) {
+    list.retain(|v| !has_prefix(v, prefix));
+}
+
+/// `EnsureStringWithPrefixContains`: if no element starts with `prefix`, append
+/// `prefix + item`; otherwise append `item` to the `sep`-list of every such
+/// element that lacks it as an exact member.
+pub fn ensure_list_item(list: &mut Vec<Value>, prefix: &str, item: &str, sep: &str) {
+    let mut found = false;
+    for v in list.iter_mut() {
+        let Some(s) = v.as_str() else { continue };
+        let Some(rest) = s.strip_prefix(prefix) else {
+            continue;
+        };
+        found = true;
+        if !rest.split(sep).any(|member| member == item) {
+            // Go splits "" into [""] and joins [""] + item with sep: "--x=" gains ",item".
+            *v = Value::String(format!("{s}{sep}{item}"));
+        }
+    }
+    if !found {
+        list.push(Value::String(format!("{prefix}{item}")));
+    }
+}
+
+/// `EnsureNoStringWithPrefixContains`: remove the first exact occurrence of
+/// `item` from the `sep`-list of every element starting with `prefix`. The
+/// element stays even when its list becomes empty.
+pub fn remove_list_item(list: &mut [Value], prefix: &str, item: &str, sep: &str) {
+    for v in list.iter_mut() {
+        let Some(s) = v.as_str() else { continue };
+        let Some(rest) = s.strip_prefix(prefix) else {
+            continue;
+        };
+        let mut members: Vec<&str> = rest.split(sep).collect();
+        if let Some(pos) = members.iter().position(|m| *m == item) {
+            members.remove(pos);
+            *v = Value::String(format!("{prefix}{}", members.join(sep)));
+        }
+    }
+}
+
+fn key_is(v: &Value, key: &str, name: &str) -> bool {
+    v.get(key).and_then(Value::as_str) == Some(name)
+}
+
+/// `EnsureEnvVarWithName` and friends: replace the first item whose `key`
+/// equals the new item's, whole and in place; otherwise append.
+pub fn ensure_named(list: &mut Vec<Value>, key: &str, item: Value) {
+    let name = item.get(key).and_then(Value::as_str).map(str::to_string);
+    let first = name
+        .as_deref()
+        .and_then(|name| list.iter_mut().find(|v| key_is(v, key, name)));
+    match first {
+        Some(existing) => {
+            if *existing != item {
+                *existing = item;
+            }
+        }
+        None => list.push(item),
+    }
+}
+
+/// `EnsureNoEnvVarWithName` and friends: remove every item whose `key` is `name`.
+pub fn remove_named(list: &mut Vec<Value>, key: &str, name: &str) {
+    list.retain(|v| !key_is(v, key, name));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn list(v: Value) -> Vec<Value> {
+        v.as_array().unwrap().clone()
+    }
+
+    #[test]
+    fn ensure_flag_replaces_every_match_in_place_or_appends() {
+        let mut l = list(json!([
+            "a",
+            "--cloud-provider=aws",
+            "b",
+            "--cloud-provider=x"
+        ]));
+        ensure_flag(&mut l, "--cloud-provider=", "external");
+        assert_eq!(
+            l,
+            list(json!([
+                "a",
+                "--cloud-provider=external",
+                "b",
+                "--cloud-provider=external"
+            ]))
+        );
+        let mut l = list(json!(["a"]));
+        ensure_flag(&mut l, "--cloud-provider=", "external");
+        assert_eq!(l, list(json!(["a", "--cloud-provider=external"])));
+    }
+
+    #[test]
+    fn remove_flag_matches_raw_prefix() {
+        let mut l = list(json!([
+            "--allocate-node-cidrs",
+            "x",
+            "--allocate-node-cidrs=true",
+            "--allocate-node-cidrs-extra"
+        ]));
+        remove_flag(&mut l, "--allocate-node-cidrs");
+        assert_eq!(l, list(json!(["x"])));
+    }
+
+    #[test]
+    fn list_items_follow_go_semantics() {
+        let mut l = list(json!(["--feature-gates=A=true"]));
+        ensure_list_item(&mut l, "--feature-gates=", "B=true", ",");
+        assert_eq!(l, list(json!(["--feature-gates=A=true,B=true"])));
+        ensure_list_item(&mut l, "--feature-gates=", "B=true", ",");
+        assert_eq!(l, list(json!(["--feature-gates=A=true,B=true"])));
+        // Conflicting entries are not deduplicated.
+        let mut l = list(json!(["--feature-gates=X=false"]));
+        ensure_list_item(&mut l, "--feature-gates=", "X=true", ",");
+        assert_eq!(l, list(json!(["--feature-gates=X=false,X=true"])));
+        let mut l = list(json!(["--x"]));
+        ensure_list_item(&mut l, "--feature-gates=", "X=true", ",");
+        assert_eq!(l, list(json!(["--x", "--feature-gates=X=true"])));
+
+        let mut l = list(json!([
+            "--enable-admission-plugins=P,PersistentVolumeLabel,P"
+        ]));
+        remove_list_item(&mut l, "--enable-admission-plugins=", "P", ",");
+        assert_eq!(
+            l,
+            list(json!([
+                "--enable-admission-plugins=PersistentVolumeLabel,P"
+            ]))
+        );
+        let mut l = list(json!(["--x=A"]));
+        remove_list_item(&mut l, "--x=", "A", ",");
+        assert_eq!(
+            l,
+            list(json!(["--x="])),
+            "the element stays with an empty list"
+        );
+    }
+
+    #[test]
+    fn named_items_replace_first_and_remove_all() {
+        let mut l =
+            list(json!([{"name": "A", "value": "1"}, {"name": "B"}, {"name": "A", "value": "2"}]));
+        ensure_named(&mut l, "name", json!({"name": "A", "valueFrom": {}}));
+        assert_eq!(
+            l,
+            list(
+                json!([{"name": "A", "valueFrom": {}}, {"name": "B"}, {"name": "A", "value": "2"}])
+            )
+        );
+        ensure_named(&mut l, "name", json!({"name": "C"}));
+        assert_eq!(l.len(), 4);
+        remove_named(&mut l, "name", "A");
+        assert_eq!(l, list(json!([{"name": "B"}, {"name": "C"}])));
+    }
+}

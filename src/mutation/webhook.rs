@@ -1,0 +1,107 @@
+//! The shell around the pure engine: the [`Mutator`] the HTTPS server calls.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::apply::Objects;
+use super::dispatch::{Skip, dispatch};
+use super::engine::{Engine, Mutation, kind_word};
+use crate::admission::{AdmissionRequest, Denial, Mutator, Operation, Verdict};
+use crate::state::StateSource;
+
+/// Mutates control-plane objects with an [`Engine`], reading the shoot context
+/// and the needed Secrets/ConfigMaps from a [`StateSource`].
+#[derive(Clone)]
+pub struct WebhookMutator {
+    engine: Engine,
+    state: Arc<dyn StateSource>,
+}
+
+impl WebhookMutator {
+    pub fn new(engine: Engine, state: Arc<dyn StateSource>) -> Self {
+        WebhookMutator { engine, state }
+    }
+
+    async fn decide(&self, request: &AdmissionRequest) -> Result<Verdict, Denial> {
+        match mutate_request(&self.engine, self.state.as_ref(), request).await? {
+            Outcome::Mutated(m) if Some(&m.object) != request.object.as_ref() => {
+                Ok(Verdict::Mutated(m.object))
+            }
+            _ => Ok(Verdict::Unchanged),
+        }
+    }
+}
+
+/// What happened to a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Passed unchanged without running rules, and why.
+    Skipped(&'static str),
+    /// The rules ran (the object may be unchanged).
+    Mutated(Mutation),
+}
+
+/// The whole webhook decision for one request: operation and dispatch checks,
+/// shoot lookup, fetching the needed objects, then the pure engine. Shared by
+/// the server ([`WebhookMutator`]) and `scion mutate`.
+pub async fn mutate_request(
+    engine: &Engine,
+    state: &dyn StateSource,
+    request: &AdmissionRequest,
+) -> Result<Outcome, Denial> {
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
+        return Ok(Outcome::Skipped("operation is neither CREATE nor UPDATE"));
+    }
+    let Some(object) = request.object.as_ref() else {
+        return Err(Denial::BadObject(format!(
+            "{} request for {} has no object",
+            request.operation.as_str(),
+            request.kind.kind
+        )));
+    };
+    let target = match dispatch(&request.kind, object) {
+        Ok(target) => target,
+        Err(Skip::NotTargeted) => return Ok(Outcome::Skipped("kind and name are not a target")),
+        Err(Skip::BeingDeleted) => return Ok(Outcome::Skipped("object has a deletionTimestamp")),
+    };
+    let namespace = if request.namespace.is_empty() {
+        object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    } else {
+        request.namespace.as_str()
+    };
+    let shoot = state
+        .shoot(namespace)
+        .map_err(|e| Denial::Forbidden(e.to_string()))?;
+    let mut objects = Objects::new();
+    for (kind, name) in engine.needs(target, &shoot) {
+        match state.object(kind, namespace, &name).await {
+            Ok(Some(data)) => {
+                objects.insert((kind, name), data);
+            }
+            Ok(None) => {
+                return Err(Denial::Forbidden(format!(
+                    "could not get {} '{namespace}/{name}': not found",
+                    kind_word(kind)
+                )));
+            }
+            Err(e) => return Err(Denial::Forbidden(e.to_string())),
+        }
+    }
+    engine
+        .mutate(target, object, &shoot, &objects)
+        .map(Outcome::Mutated)
+}
+
+impl Mutator for WebhookMutator {
+    fn mutate<'a>(
+        &'a self,
+        request: &'a AdmissionRequest,
+    ) -> BoxFuture<'a, Result<Verdict, Denial>> {
+        Box::pin(self.decide(request))
+    }
+}

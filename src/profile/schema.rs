@@ -1,0 +1,272 @@
+//! The YAML schema of a provider profile, as deserialised (unknown fields are
+//! rejected everywhere). [`super::validate`] turns it into a [`super::Profile`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A profile file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct ProfileFile {
+    pub provider: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Rules per component (`kube-apiserver`, `machine-controller-manager-vpa`, ...).
+    #[serde(default)]
+    pub components: BTreeMap<String, Vec<RuleFile>>,
+    /// The cloud-controller-manager part; owned by the CCM renderer, kept raw here.
+    #[serde(default)]
+    pub ccm: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RuleFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub when: Option<ConditionFile>,
+    /// The container the container-level actions work on (default: the
+    /// component's own container, e.g. `kube-controller-manager`).
+    #[serde(default)]
+    pub container: Option<String>,
+    pub actions: Vec<Action>,
+}
+
+/// A condition as written: every key given must hold.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct ConditionFile {
+    #[serde(default)]
+    pub kubernetes: Option<String>,
+    #[serde(default)]
+    pub worker_kubernetes: Option<WorkerKubernetesFile>,
+    #[serde(default)]
+    pub ipv6: Option<bool>,
+    #[serde(default)]
+    pub annotation: Option<String>,
+    #[serde(default)]
+    pub infrastructure_config: Option<FieldTestFile>,
+    #[serde(default)]
+    pub all: Option<Vec<ConditionFile>>,
+    #[serde(default)]
+    pub any: Option<Vec<ConditionFile>>,
+    #[serde(default)]
+    pub not: Option<Box<ConditionFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct WorkerKubernetesFile {
+    #[serde(default)]
+    pub pool: Option<String>,
+    pub range: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct FieldTestFile {
+    pub path: String,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    #[serde(default)]
+    pub not_false: Option<bool>,
+}
+
+/// Which string list of a container a flag action edits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FlagList {
+    /// `command` — where Gardener's kube-apiserver, kube-controller-manager,
+    /// kube-scheduler and cluster-autoscaler helpers (and Gardener's provider
+    /// ensurers) put and look for flags.
+    #[default]
+    Command,
+    /// `args`.
+    Args,
+}
+
+impl FlagList {
+    pub fn field(self) -> &'static str {
+        match self {
+            FlagList::Command => "command",
+            FlagList::Args => "args",
+        }
+    }
+}
+
+/// `ensureFlag`: Gardener's `EnsureStringWithPrefix`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EnsureFlag {
+    /// The prefix, normally ending in `=`, e.g. `--cloud-provider=`.
+    pub flag: String,
+    pub value: String,
+    #[serde(default, rename = "in")]
+    pub list: FlagList,
+}
+
+/// `removeFlag`: Gardener's `EnsureNoStringWithPrefix`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RemoveFlag {
+    pub flag: String,
+    #[serde(default, rename = "in")]
+    pub list: FlagList,
+}
+
+/// `ensureListItem` / `removeListItem`: Gardener's `EnsureStringWithPrefixContains`
+/// and `EnsureNoStringWithPrefixContains`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListItem {
+    pub flag: String,
+    pub item: String,
+    #[serde(default = "comma")]
+    pub separator: String,
+    #[serde(default, rename = "in")]
+    pub list: FlagList,
+}
+
+fn comma() -> String {
+    ",".to_string()
+}
+
+/// An item of a name-keyed list, referred to by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NameRef {
+    pub name: String,
+}
+
+/// A VPA container policy, referred to by `containerName`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContainerNameRef {
+    pub container_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeyValue {
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeyRef {
+    pub key: String,
+}
+
+/// `providerSidecar`: the built-in function for Gardener's
+/// `machinecontrollermanager.ProviderSidecarContainer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProviderSidecar {
+    /// e.g. `provider-aws`: the container is `machine-controller-manager-<provider>`.
+    pub provider: String,
+    /// The sidecar image (overridable at run time, see `Engine::with_sidecar_image`).
+    pub image: String,
+    /// Mount the workload-identity token when the `cloudprovider` Secret is
+    /// labelled `security.gardener.cloud/purpose=workload-identity-token-requestor`.
+    /// Needs the Secret (a missing Secret denies the request).
+    #[serde(default)]
+    pub workload_identity: bool,
+}
+
+/// One primitive action of a rule. In YAML a single-key map, e.g.
+/// `- ensureFlag: {flag: --cloud-provider=, value: external}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Action {
+    EnsureFlag(EnsureFlag),
+    RemoveFlag(RemoveFlag),
+    EnsureListItem(ListItem),
+    RemoveListItem(ListItem),
+    /// A whole `EnvVar` object (must have `name`).
+    EnsureEnv(Value),
+    RemoveEnv(NameRef),
+    /// A whole `VolumeMount` object (must have `name`).
+    EnsureVolumeMount(Value),
+    RemoveVolumeMount(NameRef),
+    /// A whole `Volume` object of the pod template (must have `name`).
+    EnsureVolume(Value),
+    RemoveVolume(NameRef),
+    /// A whole `Container` of the pod template (must have `name`).
+    EnsureContainer(Value),
+    RemoveContainer(NameRef),
+    /// A whole `ContainerResourcePolicy` of a VPA (must have `containerName`).
+    EnsureVpaContainerPolicy(Value),
+    RemoveVpaContainerPolicy(ContainerNameRef),
+    /// Pod-template label.
+    SetLabel(KeyValue),
+    DeleteLabel(KeyRef),
+    /// Pod-template annotation.
+    SetAnnotation(KeyValue),
+    DeleteAnnotation(KeyRef),
+    /// Pod-template annotation `checksum/secret-<name>` over the Secret's data.
+    SecretChecksum(NameRef),
+    /// Pod-template annotation `checksum/configmap-<name>` over the ConfigMap's data.
+    ConfigMapChecksum(NameRef),
+    ProviderSidecar(ProviderSidecar),
+}
+
+/// Where an action applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A container of a Deployment's pod template.
+    Container,
+    /// The pod template of a Deployment.
+    PodTemplate,
+    /// A VerticalPodAutoscaler.
+    Vpa,
+}
+
+impl Action {
+    /// The YAML key of the action.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::EnsureFlag(_) => "ensureFlag",
+            Action::RemoveFlag(_) => "removeFlag",
+            Action::EnsureListItem(_) => "ensureListItem",
+            Action::RemoveListItem(_) => "removeListItem",
+            Action::EnsureEnv(_) => "ensureEnv",
+            Action::RemoveEnv(_) => "removeEnv",
+            Action::EnsureVolumeMount(_) => "ensureVolumeMount",
+            Action::RemoveVolumeMount(_) => "removeVolumeMount",
+            Action::EnsureVolume(_) => "ensureVolume",
+            Action::RemoveVolume(_) => "removeVolume",
+            Action::EnsureContainer(_) => "ensureContainer",
+            Action::RemoveContainer(_) => "removeContainer",
+            Action::EnsureVpaContainerPolicy(_) => "ensureVpaContainerPolicy",
+            Action::RemoveVpaContainerPolicy(_) => "removeVpaContainerPolicy",
+            Action::SetLabel(_) => "setLabel",
+            Action::DeleteLabel(_) => "deleteLabel",
+            Action::SetAnnotation(_) => "setAnnotation",
+            Action::DeleteAnnotation(_) => "deleteAnnotation",
+            Action::SecretChecksum(_) => "secretChecksum",
+            Action::ConfigMapChecksum(_) => "configMapChecksum",
+            Action::ProviderSidecar(_) => "providerSidecar",
+        }
+    }
+
+    /// Where the action applies.
+    pub fn scope(&self) -> Scope {
+        match self {
+            Action::EnsureFlag(_)
+            | Action::RemoveFlag(_)
+            | Action::EnsureListItem(_)
+            | Action::RemoveListItem(_)
+            | Action::EnsureEnv(_)
+            | Action::RemoveEnv(_)
+            | Action::EnsureVolumeMount(_)
+            | Action::RemoveVolumeMount(_) => Scope::Container,
+            Action::EnsureVpaContainerPolicy(_) | Action::RemoveVpaContainerPolicy(_) => Scope::Vpa,
+            _ => Scope::PodTemplate,
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Turning a parsed profile file into a [`Profile`], with errors that name the
+//! file, the rule and the field.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::condition::{Condition, FieldTest, VersionRange};
+use super::schema::{Action, ConditionFile, ProfileFile, Scope};
+use super::{Profile, ProfileError, Rule, TEMPLATE_VARIABLES};
+use crate::mutation::{TARGETS, target_for_component};
+
+pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileError> {
+    let other = |message: String| ProfileError::Other {
+        file: file.to_string(),
+        message,
+    };
+    if raw.provider.trim().is_empty() {
+        return Err(other("field provider: must not be empty".into()));
+    }
+    let mut seen = BTreeSet::new();
+    let mut components = Vec::new();
+    for (component, rules) in raw.components {
+        let target = target_for_component(&component).ok_or_else(|| {
+            other(format!(
+                "field components: unknown component {component:?} (known: {})",
+                TARGETS
+                    .iter()
+                    .map(|t| t.component)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let mut compiled = Vec::with_capacity(rules.len());
+        for rule in rules {
+            let invalid = |field: String, message: String| ProfileError::Invalid {
+                file: file.to_string(),
+                rule: rule.name.clone(),
+                field,
+                message,
+            };
+            if rule.name.trim().is_empty() {
+                return Err(other(format!(
+                    "component {component}: a rule has an empty name"
+                )));
+            }
+            if !seen.insert(rule.name.clone()) {
+                return Err(invalid("name".into(), "duplicate rule name".into()));
+            }
+            let when = rule
+                .when
+                .map(|c| compile_condition(c, "when"))
+                .transpose()
+                .map_err(|(field, msg)| invalid(field, msg))?;
+            if rule.actions.is_empty() {
+                return Err(invalid(
+                    "actions".into(),
+                    "must list at least one action".into(),
+                ));
+            }
+            if target.is_vpa() && rule.container.is_some() {
+                return Err(invalid(
+                    "container".into(),
+                    "a VerticalPodAutoscaler has no containers".into(),
+                ));
+            }
+            for (i, action) in rule.actions.iter().enumerate() {
+                let field = format!("actions[{i}].{}", action.kind());
+                check_action(action, target.is_vpa()).map_err(|m| invalid(field.clone(), m))?;
+                let as_value = serde_json::to_value(action)
+                    .map_err(|e| invalid(field.clone(), e.to_string()))?;
+                check_templates(&as_value).map_err(|m| invalid(field.clone(), m))?;
+            }
+            compiled.push(Rule {
+                name: rule.name,
+                description: rule.description,
+                when,
+                container: rule.container,
+                actions: rule.actions,
+            });
+        }
+        components.push((target.component, compiled));
+    }
+    Ok(Profile {
+        source: file.to_string(),
+        provider: raw.provider,
+        description: raw.description,
+        components,
+        ccm: raw.ccm,
+    })
+}
+
+fn compile_condition(c: ConditionFile, at: &str) -> Result<Condition, (String, String)> {
+    let mut all = Vec::new();
+    if let Some(range) = c.kubernetes {
+        let field = format!("{at}.kubernetes");
+        let parsed = VersionRange::parse(&range)
+            .map_err(|e| (field, format!("invalid version range {range:?}: {e}")))?;
+        all.push(Condition::Kubernetes(parsed));
+    }
+    if let Some(w) = c.worker_kubernetes {
+        let field = format!("{at}.workerKubernetes.range");
+        let range = VersionRange::parse(&w.range)
+            .map_err(|e| (field, format!("invalid version range {:?}: {e}", w.range)))?;
+        all.push(Condition::WorkerKubernetes {
+            pool: w.pool,
+            range,
+        });
+    }
+    if let Some(ipv6) = c.ipv6 {
+        all.push(Condition::Ipv6(ipv6));
+    }
+    if let Some(key) = c.annotation {
+        if key.is_empty() {
+            return Err((format!("{at}.annotation"), "must not be empty".into()));
+        }
+        all.push(Condition::AnnotationTrue(key));
+    }
+    if let Some(f) = c.infrastructure_config {
+        let field = format!("{at}.infrastructureConfig");
+        let path: Vec<String> = f.path.split('.').map(str::to_string).collect();
+        if path.iter().any(String::is_empty) {
+            return Err((
+                format!("{field}.path"),
+                format!("{:?} is not a dotted field path", f.path),
+            ));
+        }
+        let test = match (f.equals, f.not_false) {
+            (Some(v), None) => FieldTest::Equals(v),
+            (None, Some(true)) => FieldTest::NotFalse,
+            _ => {
+                return Err((
+                    field,
+                    "needs exactly one of `equals: <value>` or `notFalse: true`".into(),
+                ));
+            }
+        };
+        all.push(Condition::InfrastructureConfig { path, test });
+    }
+    for (key, list) in [("all", c.all), ("any", c.any)] {
+        if let Some(list) = list {
+            if list.is_empty() {
+                return Err((format!("{at}.{key}"), "must not be empty".into()));
+            }
+            let compiled = list
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| compile_condition(c, &format!("{at}.{key}[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            all.push(if key == "all" {
+                Condition::All(compiled)
+            } else {
+                Condition::Any(compiled)
+            });
+        }
+    }
+    if let Some(inner) = c.not {
+        all.push(Condition::Not(Box::new(compile_condition(
+            *inner,
+            &format!("{at}.not"),
+        )?)));
+    }
+    match all.len() {
+        0 => Err((
+            at.to_string(),
+            "an empty condition; omit `when` to always apply".into(),
+        )),
+        1 => Ok(all.remove(0)),
+        _ => Ok(Condition::All(all)),
+    }
+}
+
+fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
+    match (action.scope(), vpa) {
+        (Scope::Vpa, false) => {
+            return Err("only allowed for machine-controller-manager-vpa".into());
+        }
+        (Scope::Container | Scope::PodTemplate, true) => {
+            return Err("not allowed on a VerticalPodAutoscaler".into());
+        }
+        _ => {}
+    }
+    let need_key = |v: &Value, key: &str| -> Result<(), String> {
+        match v.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => Ok(()),
+            _ if !v.is_object() => Err("must be a map".into()),
+            _ => Err(format!("needs a non-empty string `{key}`")),
+        }
+    };
+    let non_empty = |s: &str, what: &str| {
+        if s.is_empty() {
+            Err(format!("`{what}` must not be empty"))
+        } else {
+            Ok(())
+        }
+    };
+    match action {
+        Action::EnsureFlag(f) => non_empty(&f.flag, "flag"),
+        Action::RemoveFlag(f) => non_empty(&f.flag, "flag"),
+        Action::EnsureListItem(l) | Action::RemoveListItem(l) => {
+            non_empty(&l.flag, "flag")?;
+            non_empty(&l.item, "item")?;
+            non_empty(&l.separator, "separator")
+        }
+        Action::EnsureEnv(v)
+        | Action::EnsureVolumeMount(v)
+        | Action::EnsureVolume(v)
+        | Action::EnsureContainer(v) => need_key(v, "name"),
+        Action::EnsureVpaContainerPolicy(v) => need_key(v, "containerName"),
+        Action::SetLabel(kv) | Action::SetAnnotation(kv) => non_empty(&kv.key, "key"),
+        Action::ProviderSidecar(s) => {
+            non_empty(&s.provider, "provider")?;
+            non_empty(&s.image, "image")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Every `{{...}}` in a string of the action must name a known variable.
+fn check_templates(v: &Value) -> Result<(), String> {
+    match v {
+        Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(start) = rest.find("{{") {
+                let after = &rest[start + 2..];
+                let end = after
+                    .find("}}")
+                    .ok_or_else(|| format!("unclosed template in {s:?}"))?;
+                let name = after[..end].trim();
+                if !TEMPLATE_VARIABLES.contains(&name) {
+                    return Err(format!(
+                        "unknown template variable {name:?} in {s:?} (known: {})",
+                        TEMPLATE_VARIABLES.join(", ")
+                    ));
+                }
+                rest = &after[end + 2..];
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter().try_for_each(check_templates),
+        Value::Object(map) => map.values().try_for_each(check_templates),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,147 @@
+//! Helpers shared by the engine tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use scion::admission::{AdmissionRequest, Denial, Mutator, Verdict};
+use scion::mutation::{Engine, WebhookMutator};
+use scion::profile::Profile;
+use scion::state::{Networking, ObjectData, ShootContext, Snapshot, WorkerPool};
+use serde_json::Value;
+
+pub const NS: &str = "shoot--core--prod";
+
+/// A shoot context with the given version, IPv4, no annotations.
+pub fn shoot(version: &str) -> ShootContext {
+    ShootContext {
+        cluster_name: NS.into(),
+        resource_version: Some("1".into()),
+        generic_token_kubeconfig_secret: "generic-token-kubeconfig".into(),
+        kubernetes_version: semver::Version::parse(version).unwrap(),
+        workers: vec![WorkerPool {
+            name: "worker-a".into(),
+            kubernetes_version: None,
+        }],
+        networking: Networking {
+            ip_families: vec!["IPv4".into()],
+            ..Default::default()
+        },
+        node_cidr_mask_size: None,
+        region: "eu-west-1".into(),
+        annotations: BTreeMap::new(),
+        provider_type: "aws".into(),
+        infrastructure_config: None,
+        control_plane_config: None,
+        hibernation: Default::default(),
+        last_operation: None,
+        technical_id: Some(NS.into()),
+        deletion_timestamp: None,
+        seed_provider_type: Some("aws".into()),
+        cloud_profile_config: None,
+    }
+}
+
+/// The shoot context of a fixture's `context.json`.
+pub fn shoot_from_context(ctx: &Value) -> ShootContext {
+    let mut s = shoot(ctx["kubernetesVersion"].as_str().unwrap());
+    s.provider_type = ctx["provider"].as_str().unwrap().into();
+    s.networking.ip_families = serde_json::from_value(ctx["ipFamilies"].clone()).unwrap();
+    s.networking.status.nodes = serde_json::from_value(ctx["nodes"].clone()).unwrap();
+    s.annotations = serde_json::from_value(ctx["annotations"].clone()).unwrap();
+    s
+}
+
+/// A Secret or ConfigMap manifest as ObjectData.
+pub fn object_data(manifest: &Value) -> ObjectData {
+    let labels: BTreeMap<String, String> = manifest["metadata"]
+        .get("labels")
+        .map(|l| serde_json::from_value(l.clone()).unwrap())
+        .unwrap_or_default();
+    match manifest["kind"].as_str().unwrap() {
+        "Secret" => ObjectData::Secret {
+            data: manifest.get("data").map(|d| {
+                d.as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| {
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(v.as_str().unwrap())
+                            .unwrap();
+                        (k.clone(), bytes)
+                    })
+                    .collect()
+            }),
+            labels,
+        },
+        "ConfigMap" => ObjectData::ConfigMap {
+            data: manifest
+                .get("data")
+                .map(|d| serde_json::from_value(d.clone()).unwrap()),
+            labels,
+        },
+        other => panic!("unexpected kind {other}"),
+    }
+}
+
+/// A snapshot with one shoot and the given objects.
+pub fn snapshot(shoot: ShootContext, objects: &[Value]) -> Snapshot {
+    let mut snap = Snapshot::default();
+    snap.insert_shoot(shoot);
+    for o in objects {
+        snap.insert_object(
+            o["metadata"]["namespace"].as_str().unwrap(),
+            o["metadata"]["name"].as_str().unwrap(),
+            object_data(o),
+        );
+    }
+    snap
+}
+
+pub fn mutator(provider: &str, snap: Snapshot) -> WebhookMutator {
+    WebhookMutator::new(
+        Engine::new(Profile::builtin(provider).unwrap()),
+        Arc::new(snap),
+    )
+}
+
+/// Run a request through a mutator and return the verdict.
+pub fn run(m: &WebhookMutator, request: &AdmissionRequest) -> Result<Verdict, Denial> {
+    futures::executor::block_on(m.mutate(request))
+}
+
+/// An UPDATE request for an object (kind from apiVersion/kind).
+pub fn request(object: Value) -> AdmissionRequest {
+    let api_version = object["apiVersion"].as_str().unwrap_or("apps/v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "test",
+            "kind": {"group": group, "version": version, "kind": object["kind"]},
+            "name": object["metadata"]["name"],
+            "namespace": NS,
+            "operation": "UPDATE",
+            "object": object,
+        }
+    });
+    AdmissionRequest::from_review_bytes(&serde_json::to_vec(&review).unwrap()).unwrap()
+}
+
+/// The patch from the object of `request` to the verdict's object, applied with
+/// json_patch, must give the verdict's object; returns (patch JSON, patched).
+pub fn patch_and_apply(request: &AdmissionRequest, verdict: &Verdict) -> (Value, Value) {
+    let before = request.object.clone().unwrap();
+    match verdict {
+        Verdict::Unchanged => (serde_json::json!([]), before),
+        Verdict::Mutated(after) => {
+            let patch = scion::patch::diff(&before, after);
+            let mut patched = before.clone();
+            json_patch::patch(&mut patched, &patch.0).unwrap();
+            assert_eq!(&patched, after);
+            (serde_json::to_value(&patch).unwrap(), patched)
+        }
+    }
+}

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod providers;
 
 use std::collections::BTreeMap;
 

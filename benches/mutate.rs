@@ -42,6 +42,7 @@ fn shoot() -> ShootContext {
         technical_id: None,
         deletion_timestamp: None,
         seed_provider_type: Some("aws".into()),
+        seed_region: Some("eu-west-1".into()),
         cloud_profile_config: None,
     }
 }

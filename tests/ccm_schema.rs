@@ -36,11 +36,12 @@ fn ccm_section_errors_name_the_field() {
         assert!(err.contains(needle), "{needle}: {err}");
     }
     assert!(builtin_spec("openstack").is_ok());
+    let err = builtin_spec("vsphere")
+        .expect_err("no vsphere section")
+        .to_string();
     assert!(
-        builtin_spec("gcp")
-            .expect_err("no gcp yet")
-            .to_string()
-            .contains("gcp")
+        err.contains("vsphere") && err.contains("alicloud, aws, azure, gcp, openstack"),
+        "{err}"
     );
 }
 

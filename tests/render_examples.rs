@@ -91,3 +91,54 @@ fn openstack_controlplane() -> String {
         cp["metadata"]["name"].as_str().expect("name")
     )
 }
+
+/// The container flags of the rendered CCM Deployment (command or args).
+fn ccm_flags(text: &str) -> Vec<String> {
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).expect("yaml stream");
+    let dep = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("the CCM Deployment is rendered");
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    let list = if c.get("command").is_some() {
+        &c["command"]
+    } else {
+        &c["args"]
+    };
+    serde_json::from_value(list.clone()).expect("flags")
+}
+
+#[test]
+fn gcp_example_renders_with_routes_because_overlay_is_off() {
+    let text = render("gcp", "shoot--dev--gcp/control-plane");
+    let flags = ccm_flags(&text);
+    assert!(
+        flags.contains(&"--configure-cloud-routes=true".into()),
+        "{flags:?}"
+    );
+    assert!(
+        flags.contains(&"--node-cidr-mask-size-ipv4=24".into()),
+        "{flags:?}"
+    );
+    assert!(flags.contains(&"--feature-gates=RotateKubeletServerCertificate=true".into()));
+    golden("gcp-example", &text);
+}
+
+#[test]
+fn azure_example_renders() {
+    let text = render("azure", "shoot--dev--azure/control-plane");
+    let flags = ccm_flags(&text);
+    assert!(
+        flags.contains(&"--controllers=*,-cloud-node".into()),
+        "{flags:?}"
+    );
+    assert!(flags.contains(&"--cluster-name=shoot--dev--azure".into()));
+    golden("azure-example", &text);
+}
+
+#[test]
+fn alicloud_example_renders_with_the_vpc_network() {
+    let text = render("alicloud", "shoot--dev--alicloud/control-plane");
+    assert!(ccm_flags(&text).contains(&"--network=vpc".into()));
+    golden("alicloud-example", &text);
+}

@@ -37,6 +37,20 @@ fn aws_ipv4_cluster_projects_every_field() {
     assert_eq!(ctx.workers[1].kubernetes_version, Some(v("1.32.7")));
     assert_eq!(ctx.worker_version("cpu-worker"), &v("1.33.4"));
     assert_eq!(ctx.worker_version("legacy"), &v("1.32.7"));
+    assert_eq!(
+        ctx.workers.iter().map(|w| w.maximum).collect::<Vec<_>>(),
+        [5, 5],
+        "azure's CCM rate limits sum the pool maxima"
+    );
+    assert_eq!(ctx.seed_region.as_deref(), Some("eu-west-1"));
+    assert_eq!(
+        ctx.networking
+            .provider_config
+            .as_ref()
+            .and_then(|c| c.pointer("/overlay/enabled")),
+        Some(&json!(false)),
+        "gcp and openstack read the overlay setting"
+    );
     assert_eq!(ctx.networking.ip_families, strings(&["IPv4"]));
     assert_eq!(ctx.networking.spec.pods, strings(&["100.64.0.0/12"]));
     assert_eq!(ctx.networking.spec.nodes, strings(&["10.180.0.0/16"]));

@@ -4,29 +4,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::cloudconfig::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_NAME, SecretData, openstack_user_agents};
+use super::args::{self, Facts, KUBECONFIG_DIR, SERVER_DIR};
+use super::cloudconfig::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_NAME, SecretData};
 use super::objects::{DEPLOYMENT, SHOOT_ACCESS_SECRET, selector_labels};
-use super::spec::{Arg, ArgBuiltin, CcmSpec, CloudConfigKind, Env, EnvBuiltin, EnvField};
-use super::{CCM_NAME, DesiredObject, RenderError, RenderInput, WORKLOAD_IDENTITY_LABEL};
+use super::spec::{CcmSpec, CloudConfigKind};
+use super::{CCM_NAME, DesiredObject, RenderError, RenderInput};
 use crate::checksum;
-use crate::state::ObjectData;
-
-/// Where the generic token kubeconfig is mounted.
-const KUBECONFIG_DIR: &str = "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig";
-/// Where the serving certificate is mounted.
-const SERVER_DIR: &str = "/var/lib/cloud-controller-manager-server";
-/// Gardener's `kutil.TLSCipherSuites`.
-const TLS_CIPHER_SUITES: &[&str] = &[
-    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-    "TLS_AES_128_GCM_SHA256",
-    "TLS_AES_256_GCM_SHA384",
-    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-    "TLS_CHACHA20_POLY1305_SHA256",
-    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
-    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
-];
 
 pub(super) struct DeploymentInput<'a> {
     pub render: &'a RenderInput<'a>,
@@ -34,11 +17,7 @@ pub(super) struct DeploymentInput<'a> {
     pub config_checksum: &'a str,
     pub config_annotation: &'a str,
     pub secret_data: SecretData<'a>,
-}
-
-fn uses_workload_identity(credentials: Option<&ObjectData>) -> bool {
-    matches!(credentials, Some(ObjectData::Secret { labels, .. })
-        if labels.get(WORKLOAD_IDENTITY_LABEL.0).map(String::as_str) == Some(WORKLOAD_IDENTITY_LABEL.1))
+    pub workload_identity: bool,
 }
 
 pub(super) fn deployment(
@@ -49,45 +28,21 @@ pub(super) fn deployment(
     let shoot = input.render.shoot;
     let namespace = cp.namespace();
     let secret_name = cp.spec.secret_ref.name.as_str();
-    let wi = uses_workload_identity(input.render.credentials);
+    let wi = input.workload_identity;
     let image = spec.image_for(&shoot.kubernetes_version, input.render.image_override)?;
-
-    let mut args: Vec<String> = spec.command.clone();
-    for arg in &spec.args {
-        match arg {
-            Arg::Literal(s) => args.push(s.clone()),
-            Arg::Builtin { builtin } => expand_arg(*builtin, input, spec, &mut args)?,
-        }
-    }
+    let facts = Facts {
+        cp,
+        shoot,
+        secret_data: input.secret_data,
+        workload_identity: wi,
+    };
+    let args = args::expand(spec, &facts)?;
     let (command, container_args) = if spec.command.is_empty() {
         (None, Some(args))
     } else {
         (Some(args), None)
     };
-
-    let mut env: Vec<Value> = Vec::new();
-    for e in &spec.env {
-        match e {
-            Env::Literal { name, value } => env.push(json!({"name": name, "value": value})),
-            Env::Field { name, from } => {
-                let value = match from {
-                    EnvField::Region => cp.spec.region.as_str(),
-                    EnvField::Namespace => namespace,
-                };
-                env.push(json!({"name": name, "value": value}));
-            }
-            Env::Builtin {
-                builtin: EnvBuiltin::AwsCredentials,
-            } => {
-                if wi {
-                    env.push(json!({"name": "AWS_WEB_IDENTITY_TOKEN_FILE", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": "workloadIdentityTokenFile"}}}));
-                    env.push(json!({"name": "AWS_ROLE_ARN", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": "roleARN"}}}));
-                } else if let Some(mount) = &spec.credentials_mount {
-                    env.push(json!({"name": "AWS_SHARED_CREDENTIALS_FILE", "value": format!("{}/{}", mount.path, mount.key)}));
-                }
-            }
-        }
-    }
+    let env = args::env(spec, &facts);
 
     let mut mounts =
         vec![json!({"name": "kubeconfig", "mountPath": KUBECONFIG_DIR, "readOnly": true})];
@@ -107,17 +62,16 @@ pub(super) fn deployment(
             json!({"name": "cloud-controller-manager-server", "secret": {"secretName": server}}),
         );
     }
-    if let Some(mount) = &spec.credentials_mount {
-        let (path, key) = if wi {
-            (&mount.workload_identity_path, &mount.workload_identity_key)
-        } else {
-            (&mount.path, &mount.key)
-        };
+    if let Some((path, items)) = spec.credentials_mount.as_ref().and_then(|m| m.side(wi)) {
+        let items: Vec<Value> = items
+            .iter()
+            .map(|i| json!({"key": i.key, "path": i.path}))
+            .collect();
         mounts.push(json!({"name": "cloudprovider", "mountPath": path, "readOnly": true}));
         volumes.push(json!({
             "name": "cloudprovider",
             "projected": {"defaultMode": 420, "sources": [
-                {"secret": {"name": secret_name, "items": [{"key": key, "path": key}], "optional": false}},
+                {"secret": {"name": secret_name, "items": items, "optional": false}},
             ]},
         }));
     }
@@ -132,7 +86,11 @@ pub(super) fn deployment(
     });
     for host in &spec.host_path_mounts {
         mounts.push(json!({"name": host.name, "mountPath": host.path, "readOnly": true}));
-        volumes.push(json!({"name": host.name, "hostPath": {"path": host.path}}));
+        let mut host_path = json!({"path": host.path});
+        if let Some(t) = &host.type_ {
+            host_path["type"] = json!(t);
+        }
+        volumes.push(json!({"name": host.name, "hostPath": host_path}));
     }
 
     let mut container = json!({
@@ -140,7 +98,7 @@ pub(super) fn deployment(
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "livenessProbe": {
-            "httpGet": {"path": spec.liveness_probe.path, "scheme": spec.liveness_probe.scheme, "port": spec.port},
+            "httpGet": {"path": spec.liveness_probe.path, "scheme": spec.liveness_probe.scheme, "port": spec.liveness_probe.port.unwrap_or(spec.port)},
             "initialDelaySeconds": spec.liveness_probe.initial_delay_seconds,
             "periodSeconds": spec.liveness_probe.period_seconds,
             "timeoutSeconds": spec.liveness_probe.timeout_seconds,
@@ -171,10 +129,12 @@ pub(super) fn deployment(
     }
 
     let mut annotations = BTreeMap::new();
-    annotations.insert(
-        format!("checksum/secret-{secret_name}"),
-        checksum::secret_checksum(input.secret_data),
-    );
+    if spec.credentials_checksum {
+        annotations.insert(
+            format!("checksum/secret-{secret_name}"),
+            checksum::secret_checksum(input.secret_data),
+        );
+    }
     annotations.insert(
         input.config_annotation.to_string(),
         input.config_checksum.to_string(),
@@ -237,98 +197,6 @@ pub(super) fn deployment(
         namespace: namespace.to_string(),
         object: body,
     })
-}
-
-fn expand_arg(
-    builtin: ArgBuiltin,
-    input: &DeploymentInput<'_>,
-    spec: &CcmSpec,
-    args: &mut Vec<String>,
-) -> Result<(), RenderError> {
-    let cp = input.render.cp;
-    match builtin {
-        ArgBuiltin::ClusterCidr => {
-            args.push(format!(
-                "--cluster-cidr={}",
-                input.render.shoot.pod_cidrs().join(",")
-            ));
-        }
-        ArgBuiltin::ClusterName => args.push(format!("--cluster-name={}", cp.namespace())),
-        ArgBuiltin::FeatureGates => {
-            let gates = feature_gates(cp)?;
-            if !gates.is_empty() {
-                args.push(format!("--feature-gates={}", gates.join(",")));
-            }
-        }
-        ArgBuiltin::Kubeconfigs => {
-            for flag in [
-                "kubeconfig",
-                "authentication-kubeconfig",
-                "authorization-kubeconfig",
-            ] {
-                args.push(format!("--{flag}={KUBECONFIG_DIR}/kubeconfig"));
-            }
-        }
-        ArgBuiltin::Serving => {
-            args.push("--leader-elect=true".into());
-            args.push(format!("--secure-port={}", spec.port));
-            if spec.serving_secret.is_some() {
-                args.push(format!("--tls-cert-file={SERVER_DIR}/tls.crt"));
-                args.push(format!("--tls-private-key-file={SERVER_DIR}/tls.key"));
-            }
-            args.push(format!(
-                "--tls-cipher-suites={}",
-                TLS_CIPHER_SUITES.join(",")
-            ));
-        }
-        ArgBuiltin::AwsControllers => {
-            if super::cloudconfig::aws_lacks_load_balancer_subnets(cp) {
-                args.push("--controllers=*,-service".into());
-            }
-        }
-        ArgBuiltin::OpenstackUserAgents => {
-            for agent in openstack_user_agents(
-                input.secret_data,
-                input.render.shoot.technical_id.as_deref(),
-            ) {
-                args.push(format!("--user-agent={agent}"));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `providerConfig.cloudControllerManager.featureGates` as sorted `k=v` pairs.
-fn feature_gates(cp: &super::ControlPlane) -> Result<Vec<String>, RenderError> {
-    let Some(gates) = cp
-        .spec
-        .provider_config
-        .as_ref()
-        .and_then(|c| c.get("cloudControllerManager"))
-        .and_then(|c| c.get("featureGates"))
-    else {
-        return Ok(Vec::new());
-    };
-    let error = |reason: String| RenderError::ProviderConfig {
-        controlplane: format!("{}/{}", cp.namespace(), cp.name()),
-        field: "cloudControllerManager.featureGates".into(),
-        reason,
-    };
-    if gates.is_null() {
-        return Ok(Vec::new());
-    }
-    let map = gates
-        .as_object()
-        .ok_or_else(|| error(format!("expected a map of booleans, got {gates}")))?;
-    let sorted: BTreeMap<&String, &Value> = map.iter().collect();
-    sorted
-        .into_iter()
-        .map(|(k, v)| {
-            v.as_bool()
-                .map(|b| format!("{k}={b}"))
-                .ok_or_else(|| error(format!("gate {k:?} is {v}, not a boolean")))
-        })
-        .collect()
 }
 
 fn resources(spec: &CcmSpec) -> Value {

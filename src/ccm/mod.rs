@@ -4,15 +4,18 @@
 //! the provider's [`CcmSpec`] to the desired objects, in apply order. No I/O; the
 //! same input gives the same bytes. The controller and `scion render` both call it.
 
+mod args;
 pub mod cloudconfig;
 mod deployment;
 mod objects;
 pub mod spec;
 mod spec_entries;
+mod spec_parts;
 pub mod types;
 
 use serde_json::Value;
 
+pub use args::uses_workload_identity;
 pub use objects::{DESIRED_HASH_ANNOTATION, desired_hash};
 pub use spec::{CcmSpec, SpecError, builtin_spec};
 pub use types::{
@@ -41,6 +44,13 @@ pub enum RenderError {
         controlplane: String,
         reason: String,
     },
+    #[error("invalid infrastructureProviderStatus of controlplane '{controlplane}': {reason}")]
+    InfrastructureField {
+        controlplane: String,
+        reason: String,
+    },
+    #[error("invalid shoot in the Cluster: {field}: {reason}")]
+    Shoot { field: String, reason: String },
     #[error("invalid providerConfig of controlplane '{controlplane}': {field}: {reason}")]
     ProviderConfig {
         controlplane: String,
@@ -117,15 +127,17 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
         Some(ObjectData::Secret { data, .. }) => data.as_ref(),
         _ => None,
     };
+    let workload_identity = uses_workload_identity(spec.workload_identity, input.credentials);
     let config = cloudconfig::render(
         spec.cloud_config.format,
         &cloudconfig::Inputs {
             cp: input.cp,
             shoot: input.shoot,
             credentials: secret_data,
+            workload_identity,
         },
     )?;
-    let config_object = objects::cloud_config(input.cp, spec.cloud_config.kind, &config);
+    let config_object = objects::cloud_config(input.cp, &spec.cloud_config, &config);
 
     let hibernation = input.shoot.hibernation.enabled;
     let kas_running = input.kube_apiserver_replicas.is_some_and(|r| r > 0);
@@ -139,6 +151,7 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
             config_checksum: &config_object.checksum,
             config_annotation: &config_object.annotation,
             secret_data,
+            workload_identity,
         },
         spec,
     )?;
@@ -177,7 +190,7 @@ pub fn deletion_order(cp: &ControlPlane, spec: &CcmSpec) -> Vec<DesiredObject> {
         objects::pod_disruption_budget(cp),
         objects::service(cp, spec),
         objects::shoot_access_secret(cp),
-        objects::cloud_config(cp, spec.cloud_config.kind, &Default::default()).object,
+        objects::cloud_config(cp, &spec.cloud_config, &Default::default()).object,
     ]
 }
 

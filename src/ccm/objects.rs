@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::cloudconfig::CLOUD_CONFIG_NAME;
-use super::spec::{CcmSpec, CloudConfigKind, Vpa};
+use super::spec::{CcmSpec, ChecksumAlgorithm, CloudConfig, CloudConfigKind, Vpa};
 use super::{CCM_NAME, ControlPlane, DesiredObject};
 use crate::checksum;
 
@@ -68,43 +68,92 @@ pub(super) struct ConfigObject {
 
 pub(super) fn cloud_config(
     cp: &ControlPlane,
-    kind: CloudConfigKind,
+    config: &CloudConfig,
     data: &BTreeMap<String, String>,
 ) -> ConfigObject {
     let meta = json!({"name": CLOUD_CONFIG_NAME, "namespace": cp.namespace()});
-    match kind {
-        CloudConfigKind::ConfigMap => ConfigObject {
-            checksum: checksum::configmap_checksum(Some(data)),
-            annotation: format!("checksum/configmap-{CLOUD_CONFIG_NAME}"),
-            object: object(
+    // The values as stored in the object: text for a ConfigMap, base64 for a Secret.
+    let (stored, object, annotation, json_checksum) = match config.kind {
+        CloudConfigKind::ConfigMap => (
+            data.clone(),
+            object(
                 CONFIG_MAP,
                 cp,
                 CLOUD_CONFIG_NAME,
                 json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}),
             ),
-        },
+            format!("checksum/configmap-{CLOUD_CONFIG_NAME}"),
+            checksum::configmap_checksum(Some(data)),
+        ),
         CloudConfigKind::Secret => {
             let bytes: BTreeMap<String, Vec<u8>> = data
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
                 .collect();
-            let encoded: BTreeMap<&String, String> = data
+            let encoded: BTreeMap<String, String> = data
                 .iter()
-                .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        base64::engine::general_purpose::STANDARD.encode(v),
+                    )
+                })
                 .collect();
-            ConfigObject {
-                checksum: checksum::secret_checksum(Some(&bytes)),
-                annotation: format!("checksum/secret-{CLOUD_CONFIG_NAME}"),
-                object: object(
+            (
+                encoded.clone(),
+                object(
                     SECRET,
                     cp,
                     CLOUD_CONFIG_NAME,
                     json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
                            "type": "Opaque", "data": encoded}),
                 ),
-            }
+                format!("checksum/secret-{CLOUD_CONFIG_NAME}"),
+                checksum::secret_checksum(Some(&bytes)),
+            )
         }
+    };
+    let checksum = match config.checksum.algorithm {
+        ChecksumAlgorithm::Json => json_checksum,
+        ChecksumAlgorithm::PerKey => checksum::per_key_checksum(data),
+        ChecksumAlgorithm::ManifestSha256 => {
+            let text = fill_manifest(
+                config.checksum.manifest.as_deref().unwrap_or_default(),
+                cp.namespace(),
+                &stored,
+            );
+            checksum::sha256_hex(text.as_bytes())
+        }
+    };
+    ConfigObject {
+        object,
+        checksum,
+        annotation,
     }
+}
+
+/// The checksum manifest with `${namespace}`, `${name}` and `${data:<key>}`
+/// replaced (an absent key becomes empty, as in Helm).
+pub fn fill_manifest(template: &str, namespace: &str, stored: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(end) = rest.find('}') else { break };
+        let name = &rest[2..end];
+        match name {
+            "namespace" => out.push_str(namespace),
+            "name" => out.push_str(CLOUD_CONFIG_NAME),
+            other => match other.strip_prefix("data:") {
+                Some(key) => out.push_str(stored.get(key).map(String::as_str).unwrap_or_default()),
+                None => out.push_str(&rest[..=end]),
+            },
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The Secret gardener-resource-manager's token requestor fills with a token of

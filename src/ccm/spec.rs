@@ -6,7 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-pub use super::spec_entries::{Arg, ArgBuiltin, Env, EnvBuiltin, EnvField};
+pub use super::spec_entries::{Arg, ArgBuiltin, Condition, Env, EnvBuiltin, EnvField};
+pub use super::spec_parts::{
+    ChecksumAlgorithm, CloudConfig, CloudConfigFormat, CloudConfigKind, ConfigChecksum,
+    CredentialsMount, HostPathMount, KeyToPath, Probe, Resources, SecurityContext, Vpa,
+    WorkloadIdentityDetection,
+};
 
 /// The CCM description of one provider (`ccm:` in the provider profile).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -18,7 +23,8 @@ pub struct CcmSpec {
     /// ENTRYPOINT and the args go to `args` instead of `command`.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Image per Kubernetes minor (`"1.33": registry/...:v1.33.4`).
+    /// Image per Kubernetes minor. Keys: `"1.33"` (that minor), `">= 1.36"` (that
+    /// minor and later, the highest such key below the version wins) or `"*"` (any).
     pub images: BTreeMap<String, String>,
     /// Arguments in order: literal strings or `{builtin: <name>}`.
     pub args: Vec<Arg>,
@@ -57,6 +63,17 @@ pub struct CcmSpec {
     /// The VerticalPodAutoscaler; absent means none (clusters without the VPA CRD).
     #[serde(default)]
     pub vpa: Option<Vpa>,
+    /// Whether the pod gets `checksum/secret-<secretRef.name>`; false when the
+    /// credentials only reach the CCM through the cloud config (Alicloud).
+    #[serde(default = "default_true")]
+    pub credentials_checksum: bool,
+    /// How workload identity is recognised (mount side, env, config variant).
+    #[serde(default)]
+    pub workload_identity: WorkloadIdentityDetection,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_port() -> i32 {
@@ -65,113 +82,6 @@ fn default_port() -> i32 {
 
 fn default_revision_history_limit() -> i32 {
     1
-}
-
-/// An HTTPS liveness probe on the serving port.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Probe {
-    pub path: String,
-    #[serde(default = "default_scheme")]
-    pub scheme: String,
-    pub initial_delay_seconds: i32,
-    pub period_seconds: i32,
-    pub timeout_seconds: i32,
-    pub success_threshold: i32,
-    pub failure_threshold: i32,
-}
-
-fn default_scheme() -> String {
-    "HTTPS".to_string()
-}
-
-/// Container resources as quantity strings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Resources {
-    #[serde(default)]
-    pub requests: BTreeMap<String, String>,
-    #[serde(default)]
-    pub limits: BTreeMap<String, String>,
-}
-
-/// The container security context scion sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SecurityContext {
-    #[serde(default)]
-    pub allow_privilege_escalation: Option<bool>,
-    #[serde(default)]
-    pub run_as_non_root: Option<bool>,
-    #[serde(default)]
-    pub run_as_user: Option<i64>,
-    #[serde(default)]
-    pub run_as_group: Option<i64>,
-    #[serde(default)]
-    pub drop_capabilities: Vec<String>,
-}
-
-/// The cloud config object: always named `cloud-provider-config` with key
-/// `cloudprovider.conf`, mounted at `/etc/kubernetes/cloudprovider`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CloudConfig {
-    pub kind: CloudConfigKind,
-    pub format: CloudConfigFormat,
-}
-
-/// Where the cloud config lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum CloudConfigKind {
-    ConfigMap,
-    Secret,
-}
-
-/// The renderer of `cloudprovider.conf`. New providers add a variant and a module
-/// under `ccm::cloudconfig` (planned: `gcp-ini`, `azure-yaml`, `alicloud-json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CloudConfigFormat {
-    /// AWS `[Global]` INI from the infrastructure status.
-    AwsIni,
-    /// OpenStack INI with the credentials inside.
-    OpenstackIni,
-}
-
-/// How the credentials Secret (`spec.secretRef`) is mounted into the CCM.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CredentialsMount {
-    pub path: String,
-    pub key: String,
-    /// Mount path with workload identity.
-    pub workload_identity_path: String,
-    /// Secret key mounted with workload identity.
-    pub workload_identity_key: String,
-}
-
-/// A read-only hostPath volume.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HostPathMount {
-    pub name: String,
-    pub path: String,
-}
-
-/// The VerticalPodAutoscaler `cloud-controller-manager-vpa`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Vpa {
-    pub update_mode: String,
-    #[serde(default = "default_controlled_values")]
-    pub controlled_values: String,
-    /// Absent means all resources.
-    #[serde(default)]
-    pub controlled_resources: Option<Vec<String>>,
-}
-
-fn default_controlled_values() -> String {
-    "RequestsOnly".to_string()
 }
 
 /// A CCM section that does not parse or is inconsistent; names the field.
@@ -233,10 +143,10 @@ impl CcmSpec {
             ));
         }
         for (minor, image) in &self.images {
-            if parse_minor(minor).is_none() {
+            if ImageKey::parse(minor).is_none() {
                 return Err(invalid(
                     &format!("images.{minor}"),
-                    "key must be a Kubernetes minor like \"1.33\"".into(),
+                    "key must be a Kubernetes minor like \"1.33\", \">= 1.36\" or \"*\"".into(),
                 ));
             }
             if image.trim().is_empty() {
@@ -250,8 +160,15 @@ impl CcmSpec {
                 return Err(invalid(&format!("args[{i}]"), "empty argument".into()));
             }
         }
-        if !(1..=65535).contains(&self.port) {
-            return Err(invalid("port", format!("{} is not a TCP port", self.port)));
+        for (field, port) in [
+            ("port", Some(self.port)),
+            ("livenessProbe.port", self.liveness_probe.port),
+        ] {
+            if let Some(port) = port
+                && !(1..=65535).contains(&port)
+            {
+                return Err(invalid(field, format!("{port} is not a TCP port")));
+            }
         }
         if !self.liveness_probe.path.starts_with('/') {
             return Err(invalid(
@@ -286,16 +203,17 @@ impl CcmSpec {
             }
         }
         if let Some(mount) = &self.credentials_mount {
-            for (field, path) in [
-                ("credentialsMount.path", &mount.path),
-                (
-                    "credentialsMount.workloadIdentityPath",
-                    &mount.workload_identity_path,
-                ),
-            ] {
-                if !path.starts_with('/') {
-                    return Err(invalid(field, "must be absolute".into()));
-                }
+            mount
+                .validate()
+                .map_err(|(field, reason)| invalid(&field, reason))?;
+        }
+        self.validate_checksum()?;
+        for (i, e) in self.env.iter().enumerate() {
+            if matches!(e, Env::CredentialsFile { .. }) && self.credentials_mount.is_none() {
+                return Err(invalid(
+                    &format!("env[{i}]"),
+                    "credentialsFile needs credentialsMount".into(),
+                ));
             }
         }
         let uses_wi_env = self.env.iter().any(|e| {
@@ -315,6 +233,41 @@ impl CcmSpec {
         Ok(())
     }
 
+    fn validate_checksum(&self) -> Result<(), SpecError> {
+        let checksum = &self.cloud_config.checksum;
+        let invalid = |reason: String| SpecError::Invalid {
+            field: "cloudConfig.checksum.manifest".into(),
+            reason,
+        };
+        match (checksum.algorithm, &checksum.manifest) {
+            (ChecksumAlgorithm::ManifestSha256, None) => {
+                Err(invalid("algorithm manifestSha256 needs a manifest".into()))
+            }
+            (ChecksumAlgorithm::ManifestSha256, Some(text)) => {
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find("${") {
+                    rest = &rest[at..];
+                    let known = super::spec_parts::MANIFEST_PLACEHOLDERS
+                        .iter()
+                        .any(|p| rest.starts_with(p));
+                    let end = rest.find('}');
+                    if !known || end.is_none() {
+                        let shown: String = rest.chars().take(24).collect();
+                        return Err(invalid(format!(
+                            "unknown placeholder {shown:?} (known: ${{namespace}}, ${{name}}, ${{data:<key>}})"
+                        )));
+                    }
+                    rest = &rest[end.unwrap_or_default() + 1..];
+                }
+                Ok(())
+            }
+            (_, Some(_)) => Err(invalid(
+                "a manifest is only used by algorithm manifestSha256".into(),
+            )),
+            (_, None) => Ok(()),
+        }
+    }
+
     /// The image for a Kubernetes `major.minor`, or the override when given.
     pub fn image_for(
         &self,
@@ -325,10 +278,28 @@ impl CcmSpec {
             return Ok(image.to_string());
         }
         let wanted = (version.major, version.minor);
-        self.images
+        let keyed: Vec<(ImageKey, &String)> = self
+            .images
             .iter()
-            .find(|(minor, _)| parse_minor(minor) == Some(wanted))
-            .map(|(_, image)| image.clone())
+            .filter_map(|(k, v)| ImageKey::parse(k).map(|k| (k, v)))
+            .collect();
+        let exact = keyed
+            .iter()
+            .find(|(k, _)| *k == ImageKey::Minor(wanted.0, wanted.1));
+        let from = keyed
+            .iter()
+            .filter_map(|(k, v)| match k {
+                ImageKey::From(ma, mi) if (*ma, *mi) <= wanted => Some(((*ma, *mi), *v)),
+                _ => None,
+            })
+            .max_by_key(|(minor, _)| *minor)
+            .map(|(_, v)| v);
+        let any = keyed.iter().find(|(k, _)| *k == ImageKey::Any);
+        exact
+            .map(|(_, v)| *v)
+            .or(from)
+            .or(any.map(|(_, v)| *v))
+            .cloned()
             .ok_or_else(|| SpecError::Invalid {
                 field: "images".into(),
                 reason: format!(
@@ -346,8 +317,40 @@ fn parse_minor(s: &str) -> Option<(u64, u64)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// A key of `images`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ImageKey {
+    Minor(u64, u64),
+    From(u64, u64),
+    Any,
+}
+
+impl ImageKey {
+    fn parse(key: &str) -> Option<Self> {
+        let key = key.trim();
+        if key == "*" {
+            return Some(Self::Any);
+        }
+        if let Some(rest) = key.strip_prefix(">=") {
+            let (ma, mi) = parse_minor(rest.trim())?;
+            return Some(Self::From(ma, mi));
+        }
+        parse_minor(key).map(|(ma, mi)| Self::Minor(ma, mi))
+    }
+}
+
 /// The CCM section of the built-in profile of `provider`.
 pub fn builtin_spec(provider: &str) -> Result<CcmSpec, SpecError> {
+    // gcp, azure and alicloud have CCM sections but no webhook profile yet.
+    let pending = match provider {
+        "gcp" => Some(include_str!("profiles/gcp.yaml")),
+        "azure" => Some(include_str!("profiles/azure.yaml")),
+        "alicloud" => Some(include_str!("profiles/alicloud.yaml")),
+        _ => None,
+    };
+    if let Some(yaml) = pending {
+        return CcmSpec::from_profile_yaml(yaml);
+    }
     let profile = crate::profile::Profile::builtin(provider).map_err(|e| SpecError::Invalid {
         field: "provider".into(),
         reason: e.to_string(),

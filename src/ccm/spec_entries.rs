@@ -3,12 +3,85 @@
 
 use serde::Deserialize;
 
-/// One command-line argument: a string, or `{builtin: <name>}`.
+/// One command-line argument: a string, `{builtin: <name>}`, or
+/// `{if: <condition>, then: <string>, else: <string>}` (`else` optional).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "serde_json::Value")]
 pub enum Arg {
     Literal(String),
-    Builtin { builtin: ArgBuiltin },
+    Builtin {
+        builtin: ArgBuiltin,
+    },
+    Conditional {
+        condition: Condition,
+        then: String,
+        otherwise: Option<String>,
+    },
+}
+
+/// A fact about the shoot a conditional argument tests: a name, `{not: c}`,
+/// `{anyOf: [c, …]}` or `{allOf: [c, …]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+pub enum Condition {
+    /// `ipFamilies` is not exactly `[IPv4]`, or `status.networking.nodes` has two
+    /// entries (a shoot migrating back from dual-stack still counts).
+    DualStack,
+    /// `IPv6` in `ipFamilies` or an IPv6 node CIDR in the status.
+    Ipv6,
+    /// `shoot.spec.networking.providerConfig.overlay.enabled`; absent means
+    /// enabled; a non-boolean is an error.
+    OverlayEnabled,
+    /// The seed runs on the same provider type as the ControlPlane and in the
+    /// shoot's region.
+    SeedInShootRegion,
+    /// The credentials count as workload identity (see `workloadIdentity`).
+    WorkloadIdentity,
+    Not(Box<Condition>),
+    AnyOf(Vec<Condition>),
+    AllOf(Vec<Condition>),
+}
+
+impl TryFrom<serde_json::Value> for Condition {
+    type Error = String;
+    fn try_from(v: serde_json::Value) -> Result<Self, String> {
+        use serde_json::Value;
+        let list = |items: &Value| -> Result<Vec<Condition>, String> {
+            items
+                .as_array()
+                .ok_or_else(|| format!("condition: expected a list, got {items}"))?
+                .iter()
+                .cloned()
+                .map(Condition::try_from)
+                .collect()
+        };
+        match &v {
+            Value::String(name) => match name.as_str() {
+                "dualStack" => Ok(Self::DualStack),
+                "ipv6" => Ok(Self::Ipv6),
+                "overlayEnabled" => Ok(Self::OverlayEnabled),
+                "seedInShootRegion" => Ok(Self::SeedInShootRegion),
+                "workloadIdentity" => Ok(Self::WorkloadIdentity),
+                other => Err(format!(
+                    "condition: unknown {other:?} (known: dualStack, ipv6, overlayEnabled, seedInShootRegion, workloadIdentity)"
+                )),
+            },
+            Value::Object(map) if map.len() == 1 => {
+                let (key, inner) = map.iter().next().ok_or("condition: empty mapping")?;
+                match key.as_str() {
+                    "not" => Ok(Self::Not(Box::new(Condition::try_from(inner.clone())?))),
+                    "anyOf" => Ok(Self::AnyOf(list(inner)?)),
+                    "allOf" => Ok(Self::AllOf(list(inner)?)),
+                    other => Err(format!(
+                        "condition: unknown operator {other:?} (known: not, anyOf, allOf)"
+                    )),
+                }
+            }
+            other => Err(format!(
+                "condition: expected a name or {{not|anyOf|allOf: …}}, got {other}"
+            )),
+        }
+    }
 }
 
 /// Arguments Gardener computes; each expands to zero or more flags.
@@ -17,6 +90,15 @@ pub enum Arg {
 pub enum ArgBuiltin {
     /// `--cluster-cidr=<pod CIDRs, spec then status, joined by ",">`.
     ClusterCidr,
+    /// `--cluster-cidr=` as `clusterCidr`, but with a single IP family only the
+    /// first of two CIDRs is kept (GCP).
+    ClusterCidrPerFamily,
+    /// `--service-cluster-ip-range=<service CIDRs, spec then status>`, with the
+    /// same single-family rule.
+    ServiceClusterIpRange,
+    /// `--node-cidr-mask-size-ipv4=<kubeControllerManager.nodeCIDRMaskSize>` when
+    /// set and `ipFamilies` is exactly `[IPv4]`.
+    NodeCidrMaskSizeIpv4,
     /// `--cluster-name=<namespace>`.
     ClusterName,
     /// `--feature-gates=k=v,...` sorted by key from
@@ -34,13 +116,15 @@ pub enum ArgBuiltin {
     OpenstackUserAgents,
 }
 
-/// One environment variable: `{name, value}`, `{name, from: region|namespace}`
-/// or `{builtin: awsCredentials}`.
+/// One environment variable: `{name, value}`, `{name, from: region|namespace}`,
+/// `{name, credentialsFile: <file>}` (the file's path in the credentials mount
+/// active for static or workload-identity credentials) or `{builtin: awsCredentials}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "serde_json::Value")]
 pub enum Env {
     Literal { name: String, value: String },
     Field { name: String, from: EnvField },
+    CredentialsFile { name: String, file: String },
     Builtin { builtin: EnvBuiltin },
 }
 
@@ -54,8 +138,18 @@ impl TryFrom<serde_json::Value> for Arg {
                     .map(|b| Arg::Builtin { builtin: b.builtin })
                     .map_err(|e| format!("args: {e}"))
             }
+            serde_json::Value::Object(ref map) if map.contains_key("if") => {
+                let c = serde_json::from_value::<IfThenElse>(v.clone())
+                    .map_err(|e| format!("args: {e}"))?;
+                Ok(Arg::Conditional {
+                    condition: Condition::try_from(c.condition)
+                        .map_err(|e| format!("args: {e}"))?,
+                    then: c.then,
+                    otherwise: c.otherwise,
+                })
+            }
             other => Err(format!(
-                "args: expected a string or {{builtin: <name>}}, got {other}"
+                "args: expected a string, {{builtin: <name>}} or {{if, then, else}}, got {other}"
             )),
         }
     }
@@ -78,6 +172,12 @@ impl TryFrom<serde_json::Value> for Env {
                     value: nv.value,
                 })
             }
+            ["credentialsFile", "name"] => {
+                serde_json::from_value::<NameFile>(v.clone()).map(|nf| Env::CredentialsFile {
+                    name: nf.name,
+                    file: nf.credentials_file,
+                })
+            }
             ["from", "name"] => {
                 serde_json::from_value::<NameFrom>(v.clone()).map(|nf| Env::Field {
                     name: nf.name,
@@ -86,12 +186,22 @@ impl TryFrom<serde_json::Value> for Env {
             }
             _ => {
                 return Err(format!(
-                    "env: expected {{name, value}}, {{name, from}} or {{builtin}}, got keys {keys:?}"
+                    "env: expected {{name, value}}, {{name, from}}, {{name, credentialsFile}} or {{builtin}}, got keys {keys:?}"
                 ));
             }
         };
         parsed.map_err(|e| format!("env: {e}"))
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IfThenElse {
+    #[serde(rename = "if")]
+    condition: serde_json::Value,
+    then: String,
+    #[serde(default, rename = "else")]
+    otherwise: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +215,13 @@ struct BuiltinOnly<T> {
 struct NameValue {
     name: String,
     value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NameFile {
+    name: String,
+    credentials_file: String,
 }
 
 #[derive(Deserialize)]

@@ -5,6 +5,10 @@
 //! map keys are sorted, `[]byte` values are standard base64 with padding, and
 //! `<`, `>`, `&`, U+2028 and U+2029 are escaped as `\u003c`, `\u003e`, `\u0026`,
 //! `\u2028`, `\u2029`. A nil map marshals to `null`.
+//!
+//! Two more algorithms exist in the provider extensions: [`per_key_checksum`]
+//! (`ComputeSecretChecksum`/`ComputeConfigMapChecksum`, GCP's ingress-gce) and
+//! Helm's `sha256sum` of rendered manifest text ([`sha256_hex`], Alicloud).
 
 use std::collections::BTreeMap;
 
@@ -31,9 +35,30 @@ pub fn configmap_checksum(data: Option<&BTreeMap<String, String>>) -> String {
 }
 
 fn digest(json: Option<String>) -> String {
-    let bytes = json.unwrap_or_else(|| "null".to_string());
-    let hash = Sha256::digest(bytes.as_bytes());
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    sha256_hex(json.unwrap_or_else(|| "null".to_string()).as_bytes())
+}
+
+/// Lowercase hex SHA-256 of `bytes` (Helm's `sha256sum`).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Gardener's `utils.ComputeSecretChecksum` / `ComputeConfigMapChecksum`: the
+/// SHA-256 hex of the concatenation, over keys in sorted order, of the SHA-256 hex
+/// of each value.
+pub fn per_key_checksum<V: AsRef<[u8]>>(data: &BTreeMap<String, V>) -> String {
+    let joined: String = data.values().map(|v| sha256_hex(v.as_ref())).collect();
+    sha256_hex(joined.as_bytes())
+}
+
+/// A string as Go's `json.Marshal` writes it (HTML escaping on), quotes included.
+pub fn go_json_quote(s: &str) -> String {
+    let mut out = String::new();
+    go_json_string(&mut out, s);
+    out
 }
 
 /// A JSON object of string values with sorted keys (the iterator comes from a
@@ -125,6 +150,36 @@ mod tests {
             out,
             r#""\u003ca href=\"x\"\u003e\u0026\u2028\u0001é\u003c/a\u003e""#
         );
+    }
+
+    #[test]
+    fn per_key_algorithm_matches_gardeners_vector() {
+        // provider-gcp's ingress-gce ConfigMap test vector.
+        assert_eq!(
+            per_key_checksum(&configmap(&[("cloudprovider.conf", "ingress-gce-content")])),
+            "7767e78e603af512385dc40c04665e9e385e2944606d9a7324fccb086969f72d"
+        );
+        // The JSON algorithm gives a different digest for the same data.
+        assert!(
+            configmap_checksum(Some(&configmap(&[(
+                "cloudprovider.conf",
+                "ingress-gce-content"
+            )])))
+            .starts_with("4fb5fa12")
+        );
+        assert_eq!(
+            per_key_checksum(&secret(&[("a", "1"), ("b", "2")])),
+            per_key_checksum(&configmap(&[("b", "2"), ("a", "1")]))
+        );
+    }
+
+    #[test]
+    fn sha256_hex_of_text() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(go_json_quote("a<b"), r#""a\u003cb""#);
     }
 
     #[test]

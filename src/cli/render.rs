@@ -13,7 +13,7 @@ use crate::state::{ObjectData, ObjectKind, ObjectsDir, ShootContext, StateSource
 /// Flags of `scion render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// Provider whose CCM section is used (aws, openstack).
+    /// Provider whose CCM section is used (alicloud, aws, azure, gcp, openstack).
     #[arg(long, env = "SCION_PROVIDER")]
     pub provider: String,
     /// Directory with the Cluster, ControlPlane and Secret manifests (YAML or JSON).

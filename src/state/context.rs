@@ -43,6 +43,8 @@ pub struct ShootContext {
     pub deletion_timestamp: Option<String>,
     /// `seed.spec.provider.type` (no seed for self-hosted shoots).
     pub seed_provider_type: Option<String>,
+    /// `seed.spec.provider.region` (Alicloud's CCM `--network` flag).
+    pub seed_region: Option<String>,
     /// `cloudProfile.spec.providerConfig` (raw).
     pub cloud_profile_config: Option<Value>,
 }
@@ -53,6 +55,8 @@ pub struct WorkerPool {
     pub name: String,
     /// The pool's own Kubernetes version, if it overrides the control plane's.
     pub kubernetes_version: Option<Version>,
+    /// `maximum` number of machines (Azure's CCM rate limits use the sum).
+    pub maximum: i64,
 }
 
 /// Networking of the shoot, spec and status kept apart.
@@ -64,6 +68,8 @@ pub struct Networking {
     pub spec: Cidrs,
     /// `status.networking.{pods,nodes,services}` (lists).
     pub status: Cidrs,
+    /// `spec.networking.providerConfig` (raw; e.g. calico's `overlay.enabled`).
+    pub provider_config: Option<Value>,
 }
 
 /// Pod, node and service CIDRs.

@@ -63,6 +63,7 @@ pub fn project_cluster(cluster: &Value) -> Result<ShootContext, StateError> {
             ip_families: shoot_spec.at("networking").at("ipFamilies").strings()?,
             spec: cidrs(&shoot_spec.at("networking"))?,
             status: cidrs(&shoot_status.at("networking"))?,
+            provider_config: shoot_spec.at("networking").at("providerConfig").raw()?,
         },
         node_cidr_mask_size: shoot_spec
             .at("kubernetes")
@@ -95,6 +96,13 @@ pub fn project_cluster(cluster: &Value) -> Result<ShootContext, StateError> {
             .at("spec")
             .at("provider")
             .at("type")
+            .string()?,
+        seed_region: root
+            .at("spec")
+            .at("seed")
+            .at("spec")
+            .at("provider")
+            .at("region")
             .string()?,
         cloud_profile_config: root
             .at("spec")
@@ -147,6 +155,7 @@ fn workers(node: &Node) -> Result<Vec<WorkerPool>, StateError> {
         .map(|w| {
             Ok(WorkerPool {
                 name: w.at("name").required()?.string()?.unwrap_or_default(),
+                maximum: w.at("maximum").integer()?.unwrap_or_default(),
                 kubernetes_version: match w.at("kubernetes").at("version").string()? {
                     Some(_) => Some(w.at("kubernetes").at("version").version()?),
                     None => None,

@@ -78,6 +78,7 @@ const SHOOT: Keep = Keep::Only(&[
                         "workers",
                         Keep::Only(&[
                             ("name", Keep::All),
+                            ("maximum", Keep::All),
                             ("kubernetes", Keep::Only(&[("version", Keep::All)])),
                         ]),
                     ),
@@ -92,6 +93,7 @@ const SHOOT: Keep = Keep::Only(&[
                     ("pods", Keep::All),
                     ("nodes", Keep::All),
                     ("services", Keep::All),
+                    ("providerConfig", Keep::All),
                 ]),
             ),
             ("region", Keep::All),
@@ -121,7 +123,10 @@ const SHOOT: Keep = Keep::Only(&[
 
 const SEED: Keep = Keep::Only(&[(
     "spec",
-    Keep::Only(&[("provider", Keep::Only(&[("type", Keep::All)]))]),
+    Keep::Only(&[(
+        "provider",
+        Keep::Only(&[("type", Keep::All), ("region", Keep::All)]),
+    )]),
 )]);
 
 const CLOUD_PROFILE: Keep = Keep::Only(&[(
@@ -293,7 +298,7 @@ mod tests {
             json!({
                 "shoot": {"spec": {"kubernetes": {"version": "1.33.1"},
                     "provider": {"type": "aws", "workers": [{"name": "w"}]}}, "status": {}},
-                "seed": {"spec": {"provider": {"type": "gcp"}}},
+                "seed": {"spec": {"provider": {"type": "gcp", "region": "x"}}},
                 "cloudProfile": {"spec": {"providerConfig": {"kind": "C", "keystoneURL": "u"}}}
             })
         );

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod providers;
 
 use std::collections::BTreeMap;
 
@@ -48,6 +49,7 @@ pub fn shoot(ip_families: &[&str], hibernated: bool) -> ShootContext {
         technical_id: Some(NS.into()),
         deletion_timestamp: None,
         seed_provider_type: Some("aws".into()),
+        seed_region: Some("eu-west-1".into()),
         cloud_profile_config: Some(
             json!({"keystoneURL": "https://keystone.example.com/v3/", "requestTimeout": "60s"}),
         ),

@@ -23,6 +23,7 @@ pub fn shoot(version: &str) -> ShootContext {
         workers: vec![WorkerPool {
             name: "worker-a".into(),
             kubernetes_version: None,
+            maximum: 3,
         }],
         networking: Networking {
             ip_families: vec!["IPv4".into()],
@@ -39,6 +40,7 @@ pub fn shoot(version: &str) -> ShootContext {
         technical_id: Some(NS.into()),
         deletion_timestamp: None,
         seed_provider_type: Some("aws".into()),
+        seed_region: Some("eu-west-1".into()),
         cloud_profile_config: None,
     }
 }

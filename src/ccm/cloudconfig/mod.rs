@@ -2,7 +2,10 @@
 //! Each format is a pure function of the ControlPlane, the shoot context and the
 //! credentials Secret; adding a provider adds a module and a match arm.
 
+mod alicloud;
 mod aws;
+mod azure;
+mod gcp;
 mod openstack;
 mod openstack_lb;
 
@@ -34,6 +37,58 @@ pub struct Inputs<'a> {
     pub cp: &'a ControlPlane,
     pub shoot: &'a ShootContext,
     pub credentials: SecretData<'a>,
+    /// The credentials count as workload identity (per the section's detection).
+    pub workload_identity: bool,
+}
+
+impl Inputs<'_> {
+    /// An error about the infrastructure status naming the ControlPlane.
+    pub(crate) fn infra_error(&self, reason: impl Into<String>) -> RenderError {
+        RenderError::InfrastructureField {
+            controlplane: format!("{}/{}", self.cp.namespace(), self.cp.name()),
+            reason: reason.into(),
+        }
+    }
+
+    /// The infrastructure status, required by GCP and Alicloud.
+    pub(crate) fn infra(&self) -> Result<&Value, RenderError> {
+        self.cp
+            .spec
+            .infrastructure_provider_status
+            .as_ref()
+            .filter(|v| !v.is_null())
+            .ok_or_else(|| self.infra_error("infrastructureProviderStatus is missing"))
+    }
+
+    /// A non-empty Secret value, or an error naming the key.
+    pub(crate) fn required_secret(&self, key: &str) -> Result<&str, RenderError> {
+        if self.credentials.is_none() {
+            return Err(RenderError::Credentials {
+                reason: "the credentials Secret does not exist".into(),
+            });
+        }
+        match secret_str(self.credentials, key)? {
+            Some(v) if !v.is_empty() => Ok(v),
+            _ => Err(RenderError::Credentials {
+                reason: format!("missing or empty key {key:?}"),
+            }),
+        }
+    }
+}
+
+/// The first entry of the list at `path` whose `purpose` is `purpose`.
+pub(crate) fn first_with_purpose<'v>(
+    value: &'v Value,
+    path: &str,
+    purpose: &str,
+) -> Option<&'v Value> {
+    let mut cur = value;
+    for part in path.split('.') {
+        cur = cur.get(part)?;
+    }
+    cur.as_array()?
+        .iter()
+        .find(|e| e.get("purpose").and_then(Value::as_str) == Some(purpose))
 }
 
 /// The rendered keys of the cloud config object (text values).
@@ -44,6 +99,9 @@ pub fn render(
     match format {
         CloudConfigFormat::AwsIni => aws::render(inputs),
         CloudConfigFormat::OpenstackIni => openstack::render(inputs),
+        CloudConfigFormat::GcpIni => gcp::render(inputs),
+        CloudConfigFormat::AzureYaml => azure::render(inputs),
+        CloudConfigFormat::AlicloudJson => alicloud::render(inputs),
     }
 }
 

@@ -1,0 +1,137 @@
+//! Missing or malformed inputs of the gcp, azure and alicloud CCM sections are
+//! errors that name the object and the field or key.
+
+mod controlplane_support;
+
+use controlplane_support::providers::*;
+use controlplane_support::secret;
+use scion::ccm::{self, RenderError, RenderInput, Rendered, builtin_spec};
+use scion::state::{ObjectData, ShootContext};
+use serde_json::json;
+
+fn render(
+    cp: &ccm::ControlPlane,
+    shoot: &ShootContext,
+    secret: Option<&ObjectData>,
+) -> Result<Rendered, RenderError> {
+    let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
+    ccm::render(
+        &RenderInput {
+            cp,
+            shoot,
+            credentials: secret,
+            kube_apiserver_replicas: None,
+            image_override: None,
+        },
+        &spec,
+    )
+}
+
+#[test]
+fn missing_inputs_are_clear_errors() {
+    let gcp_shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
+    let mut no_infra = gcp_cp(None);
+    no_infra.spec.infrastructure_provider_status = None;
+    let cases: Vec<(Result<Rendered, RenderError>, &str)> = vec![
+        (
+            render(&no_infra, &gcp_shoot, Some(&gcp_static_secret())),
+            "infrastructureProviderStatus is missing",
+        ),
+        (
+            render(
+                &gcp_cp(Some(json!({"kind": "ControlPlaneConfig"}))),
+                &gcp_shoot,
+                Some(&gcp_static_secret()),
+            ),
+            "zone: is required",
+        ),
+        (
+            render(&gcp_cp(None), &gcp_shoot, None),
+            "credentials Secret does not exist",
+        ),
+        (
+            render(
+                &gcp_cp(None),
+                &gcp_shoot,
+                Some(&secret(
+                    &[("serviceaccount.json", r#"{"type":"service_account"}"#)],
+                    &[],
+                )),
+            ),
+            "no project id",
+        ),
+        (
+            render(
+                &gcp_cp(None),
+                &gcp_shoot,
+                Some(&secret(&[("serviceaccount.json", "not json")], &[])),
+            ),
+            "\"serviceaccount.json\" is not a JSON object",
+        ),
+        (
+            render(
+                &gcp_cp(None),
+                &gcp_shoot,
+                Some(&secret(&[("projectID", "p")], &[])),
+            ),
+            "expected key \"serviceaccount.json\" or \"credentialsConfig\"",
+        ),
+    ];
+    let azure_shoot = azure_shoot(&["IPv4"], false);
+    let no_secret = secret(
+        &[
+            ("clientID", "a"),
+            ("subscriptionID", "b"),
+            ("tenantID", "c"),
+        ],
+        &[],
+    );
+    let no_rt = azure_cp(json!({"routeTables": []}));
+    let ali_shoot = provider_shoot("alicloud", "eu-central-1", &["IPv4"], false);
+    let mut no_vswitch = alicloud_cp(None);
+    no_vswitch.spec.infrastructure_provider_status =
+        Some(json!({"vpc": {"id": "vpc-1", "vswitches": []}}));
+    let more: Vec<(Result<Rendered, RenderError>, &str)> = vec![
+        (
+            render(&azure_cp(json!({})), &azure_shoot, Some(&no_secret)),
+            "missing or empty key \"clientSecret\"",
+        ),
+        (
+            render(&no_rt, &azure_shoot, Some(&azure_static_secret())),
+            "no entry with purpose nodes in routeTables",
+        ),
+        (
+            render(
+                &azure_cp(json!({})),
+                &azure_shoot,
+                Some(&secret(&[("token", "t")], &[WI_LABEL])),
+            ),
+            "missing key \"clientID\"",
+        ),
+        (
+            render(
+                &alicloud_cp(None),
+                &ali_shoot,
+                Some(&secret(&[("accessKeyID", "a")], &[])),
+            ),
+            "missing or empty key \"accessKeySecret\"",
+        ),
+        (
+            render(&no_vswitch, &ali_shoot, Some(&alicloud_secret())),
+            "no vswitch with purpose nodes",
+        ),
+    ];
+    for (result, needle) in cases.into_iter().chain(more) {
+        let err = result.expect_err(needle).to_string();
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    let mut bad_overlay = gcp_shoot.clone();
+    bad_overlay.networking.provider_config = Some(json!({"overlay": {"enabled": "yes"}}));
+    let err = render(&gcp_cp(None), &bad_overlay, Some(&gcp_static_secret()))
+        .expect_err("overlay")
+        .to_string();
+    assert!(
+        err.contains("overlay.enabled") && err.contains("not a boolean"),
+        "{err}"
+    );
+}

@@ -40,7 +40,7 @@ fn ccm_section_errors_name_the_field() {
         .expect_err("no vsphere section")
         .to_string();
     assert!(
-        err.contains("vsphere") && err.contains("alicloud, aws, azure, gcp, openstack"),
+        err.contains("\"vsphere\"") && err.contains("--profile FILE"),
         "{err}"
     );
 }

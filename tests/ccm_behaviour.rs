@@ -4,43 +4,8 @@
 mod controlplane_support;
 
 use controlplane_support::*;
-use scion::ccm::{self, CcmSpec, RenderError, RenderInput, Rendered, builtin_spec};
-use scion::state::{ObjectData, ShootContext};
-use serde_json::{Value, json};
-
-fn render(
-    cp: &ccm::ControlPlane,
-    shoot: &ShootContext,
-    secret: Option<&ObjectData>,
-    kas: Option<i32>,
-) -> Result<Rendered, RenderError> {
-    let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
-    ccm::render(
-        &RenderInput {
-            cp,
-            shoot,
-            credentials: secret,
-            kube_apiserver_replicas: kas,
-            image_override: None,
-        },
-        &spec,
-    )
-}
-
-fn object<'a>(r: &'a Rendered, kind: &str, name: &str) -> &'a Value {
-    &r.objects
-        .iter()
-        .find(|o| o.kind == kind && o.name == name)
-        .unwrap_or_else(|| panic!("{kind} {name}"))
-        .object
-}
-
-fn pod_annotations(r: &Rendered) -> serde_json::Map<String, Value> {
-    object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["metadata"]["annotations"]
-        .as_object()
-        .expect("annotations")
-        .clone()
-}
+use scion::ccm::{self, CcmSpec, RenderInput, Rendered, builtin_spec};
+use serde_json::json;
 
 fn command(r: &Rendered) -> Vec<String> {
     serde_json::from_value(object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["spec"]["containers"][0]["command"].clone()).expect("command")
@@ -54,14 +19,15 @@ const OS_CONFIG_KEY: &str = "checksum/secret-cloud-provider-config";
 fn aws_checksums_change_exactly_with_their_source() {
     let shoot = shoot(&["IPv4"], false);
     let cp = aws_cp(None, aws_subnets());
-    let base =
-        pod_annotations(&render(&cp, &shoot, Some(&aws_static_secret()), None).expect("renders"));
+    let base = pod_annotations(
+        &render_builtin(&cp, &shoot, Some(&aws_static_secret()), None).expect("renders"),
+    );
     assert_eq!(base.len(), 2, "{base:?}");
 
     // Another secret: only the secret checksum moves.
     let other_secret = secret(&[("credentialsFile", "[default]\nrotated\n")], &[]);
     let rotated =
-        pod_annotations(&render(&cp, &shoot, Some(&other_secret), None).expect("renders"));
+        pod_annotations(&render_builtin(&cp, &shoot, Some(&other_secret), None).expect("renders"));
     assert_ne!(rotated[SECRET_KEY], base[SECRET_KEY]);
     assert_eq!(rotated[AWS_CONFIG_KEY], base[AWS_CONFIG_KEY]);
 
@@ -73,7 +39,7 @@ fn aws_checksums_change_exactly_with_their_source() {
         .as_mut()
         .expect("set")["vpc"]["id"] = json!("vpc-9999");
     let reconfigured = pod_annotations(
-        &render(&moved, &shoot, Some(&aws_static_secret()), None).expect("renders"),
+        &render_builtin(&moved, &shoot, Some(&aws_static_secret()), None).expect("renders"),
     );
     assert_eq!(reconfigured[SECRET_KEY], base[SECRET_KEY]);
     assert_ne!(reconfigured[AWS_CONFIG_KEY], base[AWS_CONFIG_KEY]);
@@ -85,7 +51,7 @@ fn aws_checksums_change_exactly_with_their_source() {
     );
     assert_eq!(
         pod_annotations(
-            &render(&gated, &shoot, Some(&aws_static_secret()), None).expect("renders")
+            &render_builtin(&gated, &shoot, Some(&aws_static_secret()), None).expect("renders")
         ),
         base
     );
@@ -93,7 +59,7 @@ fn aws_checksums_change_exactly_with_their_source() {
 
 #[test]
 fn aws_config_checksum_is_gardeners_checksum_of_the_rendered_configmap() {
-    let r = render(
+    let r = render_builtin(
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4"], false),
         Some(&aws_static_secret()),
@@ -117,7 +83,7 @@ fn aws_config_checksum_is_gardeners_checksum_of_the_rendered_configmap() {
 
 #[test]
 fn missing_secret_hashes_as_nil_data() {
-    let r = render(
+    let r = render_builtin(
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4"], false),
         None,
@@ -135,7 +101,7 @@ fn openstack_credentials_live_in_the_config_so_both_checksums_move() {
     let shoot = shoot(&["IPv4"], false);
     let cp = openstack_cp("octavia");
     let base = pod_annotations(
-        &render(&cp, &shoot, Some(&openstack_password_secret()), None).expect("renders"),
+        &render_builtin(&cp, &shoot, Some(&openstack_password_secret()), None).expect("renders"),
     );
     let rotated_secret = secret(
         &[
@@ -146,14 +112,16 @@ fn openstack_credentials_live_in_the_config_so_both_checksums_move() {
         ],
         &[],
     );
-    let rotated =
-        pod_annotations(&render(&cp, &shoot, Some(&rotated_secret), None).expect("renders"));
+    let rotated = pod_annotations(
+        &render_builtin(&cp, &shoot, Some(&rotated_secret), None).expect("renders"),
+    );
     assert_ne!(rotated[SECRET_KEY], base[SECRET_KEY]);
     assert_ne!(rotated[OS_CONFIG_KEY], base[OS_CONFIG_KEY]);
     let mut other_lb = cp.clone();
     other_lb.spec.provider_config.as_mut().expect("set")["loadBalancerProvider"] = json!("amphora");
     let relb = pod_annotations(
-        &render(&other_lb, &shoot, Some(&openstack_password_secret()), None).expect("renders"),
+        &render_builtin(&other_lb, &shoot, Some(&openstack_password_secret()), None)
+            .expect("renders"),
     );
     assert_eq!(relb[SECRET_KEY], base[SECRET_KEY]);
     assert_ne!(relb[OS_CONFIG_KEY], base[OS_CONFIG_KEY]);
@@ -165,7 +133,7 @@ fn hibernation_scales_to_zero_only_after_kube_apiserver() {
     let replicas = |r: &Rendered| {
         object(r, "Deployment", "cloud-controller-manager")["spec"]["replicas"].clone()
     };
-    let awake = render(
+    let awake = render_builtin(
         &cp,
         &shoot(&["IPv4"], false),
         Some(&aws_static_secret()),
@@ -173,7 +141,7 @@ fn hibernation_scales_to_zero_only_after_kube_apiserver() {
     )
     .expect("renders");
     assert_eq!((replicas(&awake), awake.requeue), (json!(1), false));
-    let waiting = render(
+    let waiting = render_builtin(
         &cp,
         &shoot(&["IPv4"], true),
         Some(&aws_static_secret()),
@@ -181,7 +149,7 @@ fn hibernation_scales_to_zero_only_after_kube_apiserver() {
     )
     .expect("renders");
     assert_eq!((replicas(&waiting), waiting.requeue), (json!(1), true));
-    let down = render(
+    let down = render_builtin(
         &cp,
         &shoot(&["IPv4"], true),
         Some(&aws_static_secret()),
@@ -194,13 +162,13 @@ fn hibernation_scales_to_zero_only_after_kube_apiserver() {
 #[test]
 fn service_controller_disabled_without_lb_subnets_and_subnet_preference() {
     let only_nodes = aws_cp(None, json!([{"id": "n", "purpose": "nodes", "zone": "z"}]));
-    let r = render(&only_nodes, &shoot(&["IPv4"], false), None, None).expect("renders");
+    let r = render_builtin(&only_nodes, &shoot(&["IPv4"], false), None, None).expect("renders");
     assert!(command(&r).contains(&"--controllers=*,-service".to_string()));
     let internal = aws_cp(
         None,
         json!([{"id": "n", "purpose": "nodes", "zone": "z"}, {"id": "i", "purpose": "internal", "zone": "z2"}]),
     );
-    let r = render(&internal, &shoot(&["IPv4"], false), None, None).expect("renders");
+    let r = render_builtin(&internal, &shoot(&["IPv4"], false), None, None).expect("renders");
     assert!(!command(&r).iter().any(|a| a.starts_with("--controllers")));
     let conf = object(&r, "ConfigMap", "cloud-provider-config")["data"]["cloudprovider.conf"]
         .as_str()
@@ -219,7 +187,7 @@ fn errors_name_what_is_wrong() {
         None,
         json!([{"id": "x", "purpose": "private", "zone": "z"}]),
     );
-    let err = render(&no_subnet, &shoot4, None, None)
+    let err = render_builtin(&no_subnet, &shoot4, None, None)
         .expect_err("no subnet")
         .to_string();
     assert!(
@@ -232,7 +200,7 @@ fn errors_name_what_is_wrong() {
         Some(json!({"cloudControllerManager": {"featureGates": {"X": "yes"}}})),
         aws_subnets(),
     );
-    let err = render(&bad_gates, &shoot4, None, None)
+    let err = render_builtin(&bad_gates, &shoot4, None, None)
         .expect_err("bad gate")
         .to_string();
     assert!(
@@ -242,12 +210,12 @@ fn errors_name_what_is_wrong() {
 
     let mut old = shoot4.clone();
     old.kubernetes_version = semver::Version::new(1, 20, 0);
-    let err = render(&aws_cp(None, aws_subnets()), &old, None, None)
+    let err = render_builtin(&aws_cp(None, aws_subnets()), &old, None, None)
         .expect_err("no image")
         .to_string();
     assert!(err.contains("ccm.images") && err.contains("1.20"), "{err}");
 
-    let err = render(&openstack_cp("octavia"), &shoot4, None, None)
+    let err = render_builtin(&openstack_cp("octavia"), &shoot4, None, None)
         .expect_err("no secret")
         .to_string();
     assert!(err.contains("credentials Secret does not exist"), "{err}");
@@ -261,7 +229,7 @@ fn errors_name_what_is_wrong() {
         ],
         &[],
     );
-    let err = render(&openstack_cp("octavia"), &shoot4, Some(&both), None)
+    let err = render_builtin(&openstack_cp("octavia"), &shoot4, Some(&both), None)
         .expect_err("both")
         .to_string();
     assert!(
@@ -295,7 +263,7 @@ fn image_override_wins() {
 
 #[test]
 fn objects_carry_owner_reference_and_desired_hash() {
-    let r = render(
+    let r = render_builtin(
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4"], false),
         None,
@@ -338,7 +306,8 @@ fn deployment_service_and_pdb_are_valid_kubernetes_objects() {
         (aws_cp(None, aws_subnets()), aws_static_secret()),
         (openstack_cp("ovn"), openstack_password_secret()),
     ] {
-        let r = render(&cp, &shoot(&["IPv4"], false), Some(&secret), None).expect("renders");
+        let r =
+            render_builtin(&cp, &shoot(&["IPv4"], false), Some(&secret), None).expect("renders");
         // A field with a wrong name would be dropped by the typed round trip.
         let dep = object(&r, "Deployment", "cloud-controller-manager");
         let typed: Deployment = serde_json::from_value(dep.clone()).expect("Deployment");

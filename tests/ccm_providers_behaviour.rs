@@ -4,49 +4,15 @@
 mod controlplane_support;
 
 use controlplane_support::providers::*;
-use controlplane_support::secret;
-use scion::ccm::{self, RenderError, RenderInput, Rendered, builtin_spec};
+use controlplane_support::{object, pod_annotations, secret};
+use scion::ccm::{self, RenderError, Rendered, builtin_spec};
 use scion::checksum;
 use scion::state::{ObjectData, ShootContext};
 use serde_json::{Value, json};
 
-fn render(
-    cp: &ccm::ControlPlane,
-    shoot: &ShootContext,
-    secret: Option<&ObjectData>,
-) -> Result<Rendered, RenderError> {
-    let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
-    ccm::render(
-        &RenderInput {
-            cp,
-            shoot,
-            credentials: secret,
-            kube_apiserver_replicas: None,
-            image_override: None,
-        },
-        &spec,
-    )
-}
-
-fn object<'a>(r: &'a Rendered, kind: &str, name: &str) -> &'a Value {
-    &r.objects
-        .iter()
-        .find(|o| o.kind == kind && o.name == name)
-        .unwrap_or_else(|| panic!("{kind} {name}"))
-        .object
-}
-
 fn container(r: &Rendered) -> &Value {
     &object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["spec"]["containers"]
         [0]
-}
-
-fn annotations(r: &Rendered) -> serde_json::Map<String, Value> {
-    object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["metadata"]
-        ["annotations"]
-        .as_object()
-        .expect("annotations")
-        .clone()
 }
 
 fn flags(r: &Rendered) -> Vec<String> {
@@ -85,6 +51,15 @@ fn config_text(r: &Rendered) -> String {
 const SECRET_KEY: &str = "checksum/secret-cloudprovider";
 const CM_KEY: &str = "checksum/configmap-cloud-provider-config";
 const SECRET_CONFIG_KEY: &str = "checksum/secret-cloud-provider-config";
+
+/// Render with the built-in section of the ControlPlane's type, kube-apiserver running.
+fn render(
+    cp: &ccm::ControlPlane,
+    shoot: &ShootContext,
+    secret: Option<&ObjectData>,
+) -> Result<Rendered, RenderError> {
+    controlplane_support::render_builtin(cp, shoot, secret, None)
+}
 
 #[test]
 fn every_builtin_ccm_section_loads_validates_and_has_images() {
@@ -218,7 +193,8 @@ fn gcp_workload_identity_is_detected_from_the_credentials_json() {
 fn checksums_change_exactly_with_their_source() {
     // GCP: ConfigMap (JSON algorithm) and the mounted Secret are independent.
     let shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
-    let base = annotations(&render(&gcp_cp(None), &shoot, Some(&gcp_static_secret())).expect("r"));
+    let base =
+        pod_annotations(&render(&gcp_cp(None), &shoot, Some(&gcp_static_secret())).expect("r"));
     let other_secret = secret(
         &[(
             "serviceaccount.json",
@@ -226,17 +202,17 @@ fn checksums_change_exactly_with_their_source() {
         )],
         &[],
     );
-    let s = annotations(&render(&gcp_cp(None), &shoot, Some(&other_secret)).expect("r"));
+    let s = pod_annotations(&render(&gcp_cp(None), &shoot, Some(&other_secret)).expect("r"));
     assert_ne!(s[SECRET_KEY], base[SECRET_KEY]);
     assert_eq!(s[CM_KEY], base[CM_KEY], "same project, same config");
     let zone = gcp_cp(Some(json!({"zone": "europe-west1-c"})));
-    let z = annotations(&render(&zone, &shoot, Some(&gcp_static_secret())).expect("r"));
+    let z = pod_annotations(&render(&zone, &shoot, Some(&gcp_static_secret())).expect("r"));
     assert_ne!(z[CM_KEY], base[CM_KEY]);
     assert_eq!(z[SECRET_KEY], base[SECRET_KEY]);
 
     // Azure: credentials are inside the config Secret, so both move with them.
     let shoot = azure_shoot(&["IPv4"], false);
-    let base = annotations(
+    let base = pod_annotations(
         &render(&azure_cp(json!({})), &shoot, Some(&azure_static_secret())).expect("r"),
     );
     let rotated = secret(
@@ -248,10 +224,10 @@ fn checksums_change_exactly_with_their_source() {
         ],
         &[],
     );
-    let s = annotations(&render(&azure_cp(json!({})), &shoot, Some(&rotated)).expect("r"));
+    let s = pod_annotations(&render(&azure_cp(json!({})), &shoot, Some(&rotated)).expect("r"));
     assert_ne!(s[SECRET_KEY], base[SECRET_KEY]);
     assert_ne!(s[SECRET_CONFIG_KEY], base[SECRET_CONFIG_KEY]);
-    let vmss = annotations(
+    let vmss = pod_annotations(
         &render(
             &azure_cp(json!({"zoned": false})),
             &shoot,
@@ -265,7 +241,7 @@ fn checksums_change_exactly_with_their_source() {
     // Alicloud: one annotation only, Helm's sha256 of the rendered manifest.
     let shoot = provider_shoot("alicloud", "eu-central-1", &["IPv4"], false);
     let r = render(&alicloud_cp(None), &shoot, Some(&alicloud_secret())).expect("r");
-    let a = annotations(&r);
+    let a = pod_annotations(&r);
     assert_eq!(a.keys().collect::<Vec<_>>(), vec![SECRET_CONFIG_KEY]);
     let stored = object(&r, "Secret", "cloud-provider-config")["data"]["cloudprovider.conf"]
         .as_str()
@@ -279,7 +255,7 @@ fn checksums_change_exactly_with_their_source() {
         checksum::sha256_hex(manifest.as_bytes())
     );
     let other = secret(&[("accessKeyID", "foo"), ("accessKeySecret", "baz")], &[]);
-    let o = annotations(&render(&alicloud_cp(None), &shoot, Some(&other)).expect("r"));
+    let o = pod_annotations(&render(&alicloud_cp(None), &shoot, Some(&other)).expect("r"));
     assert_ne!(
         o[SECRET_CONFIG_KEY], a[SECRET_CONFIG_KEY],
         "credential change rolls the CCM"
@@ -293,7 +269,7 @@ fn checksums_change_exactly_with_their_source() {
         ],
         &[],
     );
-    let e = annotations(&render(&alicloud_cp(None), &shoot, Some(&extra)).expect("r"));
+    let e = pod_annotations(&render(&alicloud_cp(None), &shoot, Some(&extra)).expect("r"));
     assert_eq!(e, a);
 }
 

@@ -5,26 +5,17 @@ mod controlplane_support;
 
 use controlplane_support::providers::*;
 use controlplane_support::secret;
-use scion::ccm::{self, RenderError, RenderInput, Rendered, builtin_spec};
+use scion::ccm::{self, RenderError, Rendered};
 use scion::state::{ObjectData, ShootContext};
 use serde_json::json;
 
+/// Render with the built-in section of the ControlPlane's type, kube-apiserver running.
 fn render(
     cp: &ccm::ControlPlane,
     shoot: &ShootContext,
     secret: Option<&ObjectData>,
 ) -> Result<Rendered, RenderError> {
-    let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
-    ccm::render(
-        &RenderInput {
-            cp,
-            shoot,
-            credentials: secret,
-            kube_apiserver_replicas: None,
-            image_override: None,
-        },
-        &spec,
-    )
+    controlplane_support::render_builtin(cp, shoot, secret, None)
 }
 
 #[test]

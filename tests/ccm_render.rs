@@ -2,49 +2,12 @@
 
 mod controlplane_support;
 
-use std::path::PathBuf;
-
 use controlplane_support::*;
-use scion::ccm::{self, RenderInput, builtin_spec};
-use scion::state::ObjectData;
 use serde_json::json;
-
-fn golden(
-    name: &str,
-    cp: &ccm::ControlPlane,
-    shoot: &scion::state::ShootContext,
-    secret: Option<&ObjectData>,
-    kas: Option<i32>,
-) {
-    let provider = cp.spec.type_.clone();
-    let spec = builtin_spec(&provider).expect("built-in spec");
-    let input = RenderInput {
-        cp,
-        shoot,
-        credentials: secret,
-        kube_apiserver_replicas: kas,
-        image_override: None,
-    };
-    let rendered = ccm::render(&input, &spec).expect("renders");
-    let text = ccm::to_yaml_stream(&rendered.objects).expect("yaml");
-    // Same input, same bytes.
-    let again =
-        ccm::to_yaml_stream(&ccm::render(&input, &spec).expect("renders").objects).expect("yaml");
-    assert_eq!(text, again, "render is not deterministic");
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/ccm")
-        .join(format!("{name}.yaml"));
-    if std::env::var_os("SCION_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).expect("write golden");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(text, want, "{name} differs from {}", path.display());
-}
 
 #[test]
 fn aws_ipv4_static_credentials() {
-    golden(
+    assert_golden(
         "aws-ipv4",
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4"], false),
@@ -55,7 +18,7 @@ fn aws_ipv4_static_credentials() {
 
 #[test]
 fn aws_ipv6_workload_identity() {
-    golden(
+    assert_golden(
         "aws-ipv6-workload-identity",
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv6"], false),
@@ -66,7 +29,7 @@ fn aws_ipv6_workload_identity() {
 
 #[test]
 fn aws_dual_stack() {
-    golden(
+    assert_golden(
         "aws-dual-stack",
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4", "IPv6"], false),
@@ -77,7 +40,7 @@ fn aws_dual_stack() {
 
 #[test]
 fn aws_hibernated() {
-    golden(
+    assert_golden(
         "aws-hibernated",
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4"], true),
@@ -94,7 +57,7 @@ fn aws_feature_gates_and_only_nodes_subnet() {
         "cloudControllerManager": {"featureGates": {"SomeGate": true, "AnotherGate": false}},
     });
     let subnets = json!([{"id": "subnet-nodes", "purpose": "nodes", "zone": "eu-west-1b"}]);
-    golden(
+    assert_golden(
         "aws-feature-gates",
         &aws_cp(Some(pc), subnets),
         &shoot(&["IPv4"], false),
@@ -105,7 +68,7 @@ fn aws_feature_gates_and_only_nodes_subnet() {
 
 #[test]
 fn openstack_ipv4_password() {
-    golden(
+    assert_golden(
         "openstack-ipv4",
         &openstack_cp("octavia"),
         &shoot(&["IPv4"], false),
@@ -116,7 +79,7 @@ fn openstack_ipv4_password() {
 
 #[test]
 fn openstack_ipv6() {
-    golden(
+    assert_golden(
         "openstack-ipv6",
         &openstack_cp("octavia"),
         &shoot(&["IPv6"], false),
@@ -127,7 +90,7 @@ fn openstack_ipv6() {
 
 #[test]
 fn openstack_hibernated() {
-    golden(
+    assert_golden(
         "openstack-hibernated",
         &openstack_cp("octavia"),
         &shoot(&["IPv4"], true),
@@ -156,7 +119,7 @@ fn openstack_feature_gates_ovn_application_credential_with_ca() {
         ],
         &[],
     );
-    golden(
+    assert_golden(
         "openstack-appcred-ovn-feature-gates",
         &cp,
         &shoot(&["IPv4"], false),
@@ -185,7 +148,7 @@ fn openstack_load_balancer_classes_from_the_cloud_profile() {
         .infrastructure_provider_status
         .as_mut()
         .expect("set")["networks"]["floatingPool"]["name"] = json!("fip-a");
-    golden(
+    assert_golden(
         "openstack-lb-classes",
         &cp,
         &shoot,

@@ -87,37 +87,25 @@ fn validity(params: &mut CertificateParams, days: Duration) {
 fn existing_ca(dir: &Path) -> Result<Option<Issuer<'static, KeyPair>>, TlsError> {
     let cert_path = dir.join(CA_CERT_FILE);
     let key_path = dir.join(CA_KEY_FILE);
-    let read = |path: &Path| match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(TlsError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+    let Some(pair) = super::load::read_pem_pair(cert_path.clone(), key_path.clone())? else {
+        return Ok(None);
     };
-    match (read(&cert_path)?, read(&key_path)?) {
-        (None, None) => Ok(None),
-        (Some(_), None) => Err(TlsError::MissingFile {
-            present: cert_path,
-            missing: key_path,
-        }),
-        (None, Some(_)) => Err(TlsError::MissingFile {
-            present: key_path,
-            missing: cert_path,
-        }),
-        (Some(cert), Some(key)) => {
-            let key = KeyPair::from_pem(&key).map_err(|source| TlsError::CaFile {
-                path: key_path,
-                source,
-            })?;
-            let issuer =
-                Issuer::from_ca_cert_pem(&cert, key).map_err(|source| TlsError::CaFile {
-                    path: cert_path,
-                    source,
-                })?;
-            Ok(Some(issuer))
-        }
-    }
+    let text = |bytes: Vec<u8>, path: &Path| {
+        String::from_utf8(bytes).map_err(|_| TlsError::Read {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 PEM"),
+        })
+    };
+    let (cert, key) = (text(pair.cert, &cert_path)?, text(pair.key, &key_path)?);
+    let key = KeyPair::from_pem(&key).map_err(|source| TlsError::CaFile {
+        path: key_path,
+        source,
+    })?;
+    let issuer = Issuer::from_ca_cert_pem(&cert, key).map_err(|source| TlsError::CaFile {
+        path: cert_path,
+        source,
+    })?;
+    Ok(Some(issuer))
 }
 
 fn new_ca() -> Result<(Issuer<'static, KeyPair>, String, String), TlsError> {

@@ -52,8 +52,15 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, TlsError> {
 /// Read `tls.crt` and `tls.key` from `dir`. `Ok(None)` when neither exists;
 /// an error naming the missing file when only one exists.
 pub fn read_pair(dir: &Path) -> Result<Option<PemPair>, TlsError> {
-    let cert_path = dir.join(CERT_FILE);
-    let key_path = dir.join(KEY_FILE);
+    read_pem_pair(dir.join(CERT_FILE), dir.join(KEY_FILE))
+}
+
+/// Read a certificate and its key. `Ok(None)` when neither exists; an error
+/// naming the missing file when only one exists.
+pub(super) fn read_pem_pair(
+    cert_path: std::path::PathBuf,
+    key_path: std::path::PathBuf,
+) -> Result<Option<PemPair>, TlsError> {
     match (read_optional(&cert_path)?, read_optional(&key_path)?) {
         (Some(cert), Some(key)) => Ok(Some(PemPair { cert, key })),
         (None, None) => Ok(None),

@@ -173,3 +173,67 @@ pub fn openstack_password_secret() -> ObjectData {
         &[],
     )
 }
+
+/// Render `cp` with the built-in CCM section of its type.
+pub fn render_builtin(
+    cp: &ControlPlane,
+    shoot: &ShootContext,
+    secret: Option<&ObjectData>,
+    kube_apiserver_replicas: Option<i32>,
+) -> Result<scion::ccm::Rendered, scion::ccm::RenderError> {
+    let spec = scion::ccm::builtin_spec(&cp.spec.type_).expect("built-in spec");
+    scion::ccm::render(
+        &scion::ccm::RenderInput {
+            cp,
+            shoot,
+            credentials: secret,
+            kube_apiserver_replicas,
+            image_override: None,
+        },
+        &spec,
+    )
+}
+
+/// The rendered object of `kind` and `name`.
+pub fn object<'a>(r: &'a scion::ccm::Rendered, kind: &str, name: &str) -> &'a Value {
+    &r.objects
+        .iter()
+        .find(|o| o.kind == kind && o.name == name)
+        .unwrap_or_else(|| panic!("{kind} {name}"))
+        .object
+}
+
+/// The pod-template annotations of the CCM Deployment.
+pub fn pod_annotations(r: &scion::ccm::Rendered) -> serde_json::Map<String, Value> {
+    object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["metadata"]
+        ["annotations"]
+        .as_object()
+        .expect("annotations")
+        .clone()
+}
+
+/// Render twice (same bytes required) and compare with
+/// `tests/golden/ccm/<name>.yaml`; `SCION_UPDATE_GOLDEN=1` rewrites it.
+pub fn assert_golden(
+    name: &str,
+    cp: &ControlPlane,
+    shoot: &ShootContext,
+    secret: Option<&ObjectData>,
+    kube_apiserver_replicas: Option<i32>,
+) {
+    let yaml = || {
+        let rendered = render_builtin(cp, shoot, secret, kube_apiserver_replicas).expect("renders");
+        scion::ccm::to_yaml_stream(&rendered.objects).expect("yaml")
+    };
+    let text = yaml();
+    assert_eq!(text, yaml(), "render is not deterministic");
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/ccm")
+        .join(format!("{name}.yaml"));
+    if std::env::var_os("SCION_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(text, want, "{name} differs from {}", path.display());
+}

@@ -15,7 +15,7 @@ use std::path::Path;
 pub use condition::{Condition, FieldTest, VersionRange};
 pub use schema::{
     Action, ContainerNameRef, EnsureFlag, FlagList, KeyRef, KeyValue, ListItem, NameRef,
-    ProviderSidecar, RemoveFlag, Scope,
+    ProviderSidecar, RemoveFlag, ReplaceFlag, Scope,
 };
 use serde_json::Value;
 

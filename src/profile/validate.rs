@@ -197,6 +197,17 @@ fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
     match action {
         Action::EnsureFlag(f) => non_empty(&f.flag, "flag"),
         Action::RemoveFlag(f) => non_empty(&f.flag, "flag"),
+        Action::ReplaceFlag(f) => {
+            non_empty(&f.remove, "remove")?;
+            if f.flag.starts_with(&f.remove) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`flag` {:?} must start with `remove` {:?}, or the appended flag would not be found again",
+                    f.flag, f.remove
+                ))
+            }
+        }
         Action::EnsureListItem(l) | Action::RemoveListItem(l) => {
             non_empty(&l.flag, "flag")?;
             non_empty(&l.item, "item")?;
@@ -210,7 +221,17 @@ fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
         Action::SetLabel(kv) | Action::SetAnnotation(kv) => non_empty(&kv.key, "key"),
         Action::ProviderSidecar(s) => {
             non_empty(&s.provider, "provider")?;
-            non_empty(&s.image, "image")
+            non_empty(&s.image, "image")?;
+            if !s.workload_identity_labels.is_empty() && !s.workload_identity {
+                return Err("`workloadIdentityLabels` needs `workloadIdentity: true`".into());
+            }
+            if s.workload_identity_labels.keys().any(String::is_empty) {
+                return Err("`workloadIdentityLabels` has an empty label key".into());
+            }
+            if s.extra_args.iter().any(|a| a.trim().is_empty()) {
+                return Err("`extraArgs` has an empty argument".into());
+            }
+            Ok(())
         }
         _ => Ok(()),
     }

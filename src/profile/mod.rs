@@ -8,6 +8,7 @@
 
 mod condition;
 mod schema;
+mod serialize;
 mod validate;
 
 use std::path::Path;

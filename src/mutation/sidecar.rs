@@ -104,3 +104,45 @@ pub fn sidecar_container(
     });
     (container, volume)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn workload_identity_needs_the_purpose_and_every_required_label() {
+        let purpose = ("security.gardener.cloud/purpose", WORKLOAD_IDENTITY_PURPOSE);
+        let gcp = ("workloadidentity.security.gardener.cloud/provider", "gcp");
+        let required = labels(&[gcp]);
+        assert!(wants_workload_identity(
+            &labels(&[purpose]),
+            &BTreeMap::new()
+        ));
+        assert!(!wants_workload_identity(&labels(&[purpose]), &required));
+        assert!(!wants_workload_identity(&labels(&[gcp]), &required));
+        assert!(wants_workload_identity(&labels(&[purpose, gcp]), &required));
+        let azure = ("workloadidentity.security.gardener.cloud/provider", "azure");
+        assert!(!wants_workload_identity(
+            &labels(&[purpose, azure]),
+            &required
+        ));
+    }
+
+    #[test]
+    fn extra_args_follow_the_standard_ones() {
+        let (c, v) = sidecar_container("ns", "provider-x", "img", false, &["--z=1".to_string()]);
+        assert!(v.is_none());
+        let args = c["args"].as_array().unwrap();
+        assert_eq!(args[args.len() - 2], "--v=3");
+        assert_eq!(args[args.len() - 1], "--z=1");
+        let (plain, _) = provider_sidecar("ns", "provider-x", "img", None);
+        assert_eq!(plain["args"].as_array().unwrap().len(), args.len() - 1);
+    }
+}

@@ -263,3 +263,54 @@ fn check_templates(v: &Value) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::Profile;
+
+    fn err(actions: &str, component: &str) -> String {
+        let yaml = format!(
+            "provider: x\ncomponents:\n  {component}:\n    - name: r\n      actions: {actions}\n"
+        );
+        Profile::from_yaml("x.yaml", &yaml).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn replace_flag_must_append_what_it_removes() {
+        let e = err(
+            r#"[{replaceFlag: {remove: "--allocate-node-cidrs", flag: "--other=", value: "false"}}]"#,
+            "kube-controller-manager",
+        );
+        assert!(
+            e.contains(r#"rule "r": field actions[0].replaceFlag: `flag` "--other=" must start with `remove`"#),
+            "{e}"
+        );
+        let e = err(
+            r#"[{replaceFlag: {remove: "", flag: "--a=", value: "1"}}]"#,
+            "kube-controller-manager",
+        );
+        assert!(e.contains("`remove` must not be empty"), "{e}");
+    }
+
+    #[test]
+    fn sidecar_extras_are_checked() {
+        let e = err(
+            "[{providerSidecar: {provider: p, image: i, workloadIdentityLabels: {a: b}}}]",
+            "machine-controller-manager",
+        );
+        assert!(
+            e.contains("field actions[0].providerSidecar: `workloadIdentityLabels` needs `workloadIdentity: true`"),
+            "{e}"
+        );
+        let e = err(
+            r#"[{providerSidecar: {provider: p, image: i, extraArgs: ["--a=1", " "]}}]"#,
+            "machine-controller-manager",
+        );
+        assert!(e.contains("`extraArgs` has an empty argument"), "{e}");
+        let e = err(
+            r#"[{providerSidecar: {provider: p, image: i, extraArgs: ["--ns={{zone}}"]}}]"#,
+            "machine-controller-manager",
+        );
+        assert!(e.contains("unknown template variable \"zone\""), "{e}");
+    }
+}

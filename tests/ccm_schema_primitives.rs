@@ -10,9 +10,9 @@ use scion::ccm::{self, CcmSpec, RenderInput, builtin_spec};
 use scion::checksum;
 use serde_json::Value;
 
-const GCP: &str = include_str!("../src/ccm/profiles/gcp.yaml");
-const ALICLOUD: &str = include_str!("../src/ccm/profiles/alicloud.yaml");
-const AZURE: &str = include_str!("../src/ccm/profiles/azure.yaml");
+const GCP: &str = include_str!("../src/profile/builtin/gcp.yaml");
+const ALICLOUD: &str = include_str!("../src/profile/builtin/alicloud.yaml");
+const AZURE: &str = include_str!("../src/profile/builtin/azure.yaml");
 
 #[test]
 fn errors_in_the_new_primitives_name_the_problem() {

@@ -341,16 +341,6 @@ impl ImageKey {
 
 /// The CCM section of the built-in profile of `provider`.
 pub fn builtin_spec(provider: &str) -> Result<CcmSpec, SpecError> {
-    // gcp, azure and alicloud have CCM sections but no webhook profile yet.
-    let pending = match provider {
-        "gcp" => Some(include_str!("profiles/gcp.yaml")),
-        "azure" => Some(include_str!("profiles/azure.yaml")),
-        "alicloud" => Some(include_str!("profiles/alicloud.yaml")),
-        _ => None,
-    };
-    if let Some(yaml) = pending {
-        return CcmSpec::from_profile_yaml(yaml);
-    }
     let profile = crate::profile::Profile::builtin(provider).map_err(|e| SpecError::Invalid {
         field: "provider".into(),
         reason: e.to_string(),

@@ -8,8 +8,9 @@ use serde_json::{Map, Value};
 
 use super::primitives::{
     ensure_flag, ensure_list_item, ensure_named, remove_flag, remove_list_item, remove_named,
+    replace_flag,
 };
-use super::sidecar::provider_sidecar;
+use super::sidecar::{sidecar_container, wants_workload_identity};
 use crate::checksum::{configmap_checksum, secret_checksum};
 use crate::profile::Action;
 use crate::state::{ObjectData, ObjectKind};
@@ -227,6 +228,18 @@ pub fn apply(
                 remove_flag(list, &ctx.render(&f.flag));
             }
         }
+        Action::ReplaceFlag(f) => {
+            if let Some(c) = container(obj, container_name)? {
+                let list = child_array(c, f.list.field(), cpath, true)?
+                    .ok_or_else(|| shape(cpath, "a list"))?;
+                replace_flag(
+                    list,
+                    &ctx.render(&f.remove),
+                    &ctx.render(&f.flag),
+                    &ctx.render(&f.value),
+                );
+            }
+        }
         Action::EnsureListItem(l) => {
             if let Some(c) = container(obj, container_name)? {
                 let list = child_array(c, l.list.field(), cpath, true)?
@@ -362,12 +375,14 @@ pub fn apply(
             set_key(map, &format!("{prefix}{name}"), &digest);
         }
         Action::ProviderSidecar(s) => {
-            let secret_labels = if s.workload_identity {
+            let workload_identity = if s.workload_identity {
                 match ctx
                     .objects
                     .get(&(ObjectKind::Secret, "cloudprovider".to_string()))
                 {
-                    Some(ObjectData::Secret { labels, .. }) => Some(labels),
+                    Some(ObjectData::Secret { labels, .. }) => {
+                        wants_workload_identity(labels, &s.workload_identity_labels)
+                    }
                     _ => {
                         return Err(ApplyError::Missing {
                             kind: ObjectKind::Secret,
@@ -376,11 +391,21 @@ pub fn apply(
                     }
                 }
             } else {
-                None
+                false
             };
             let image = ctx.sidecar_image.unwrap_or(&s.image);
-            let (container, volume) =
-                provider_sidecar(ctx.namespace, &s.provider, image, secret_labels);
+            let extra_args: Vec<String> = s
+                .extra_args
+                .iter()
+                .map(|a| ctx.render(a).into_owned())
+                .collect();
+            let (container, volume) = sidecar_container(
+                ctx.namespace,
+                &s.provider,
+                image,
+                workload_identity,
+                &extra_args,
+            );
             if let Some(volume) = volume {
                 apply(obj, &Action::EnsureVolume(volume), container_name, ctx)?;
             }

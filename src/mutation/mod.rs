@@ -15,5 +15,5 @@ mod webhook;
 pub use apply::Objects;
 pub use dispatch::{Skip, TARGETS, Target, dispatch, target_for_component};
 pub use engine::{Engine, Mutation, RuleTrace};
-pub use sidecar::provider_sidecar;
+pub use sidecar::{provider_sidecar, sidecar_container, wants_workload_identity};
 pub use webhook::{Outcome, WebhookMutator, mutate_request};

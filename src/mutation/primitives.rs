@@ -29,6 +29,21 @@ pub fn remove_flag(list: &mut Vec<Value>, prefix: &str) {
     list.retain(|v| !has_prefix(v, prefix));
 }
 
+/// `EnsureNoStringWithPrefix(remove)` then `EnsureStringWithPrefix(flag, value)`,
+/// except that a list whose only element starting with `remove` already equals
+/// `flag+value` is left alone (a fixed point instead of moving it to the end).
+pub fn replace_flag(list: &mut Vec<Value>, remove: &str, flag: &str, value: &str) {
+    let wanted = format!("{flag}{value}");
+    let mut matches = list.iter().filter(|v| has_prefix(v, remove));
+    if let (Some(only), None) = (matches.next(), matches.next())
+        && only.as_str() == Some(wanted.as_str())
+    {
+        return;
+    }
+    remove_flag(list, remove);
+    ensure_flag(list, flag, value);
+}
+
 /// `EnsureStringWithPrefixContains`: if no element starts with `prefix`, append
 /// `prefix + item`; otherwise append `item` to the `sep`-list of every such
 /// element that lacks it as an exact member.
@@ -135,6 +150,53 @@ mod tests {
         ]));
         remove_flag(&mut l, "--allocate-node-cidrs");
         assert_eq!(l, list(json!(["x"])));
+    }
+
+    #[test]
+    fn replace_flag_reappends_once_and_then_keeps_its_place() {
+        let mut l = list(json!([
+            "--allocate-node-cidrs",
+            "a",
+            "--allocate-node-cidrs=true",
+            "b"
+        ]));
+        replace_flag(
+            &mut l,
+            "--allocate-node-cidrs",
+            "--allocate-node-cidrs=",
+            "false",
+        );
+        assert_eq!(l, list(json!(["a", "b", "--allocate-node-cidrs=false"])));
+        l.push(json!("--feature-gates=X=true"));
+        let before = l.clone();
+        replace_flag(
+            &mut l,
+            "--allocate-node-cidrs",
+            "--allocate-node-cidrs=",
+            "false",
+        );
+        assert_eq!(l, before, "already the only form: a fixed point");
+        // Two forms, even if one is right: Gardener's remove-and-append.
+        let mut l = list(json!([
+            "--allocate-node-cidrs=false",
+            "a",
+            "--allocate-node-cidrs"
+        ]));
+        replace_flag(
+            &mut l,
+            "--allocate-node-cidrs",
+            "--allocate-node-cidrs=",
+            "false",
+        );
+        assert_eq!(l, list(json!(["a", "--allocate-node-cidrs=false"])));
+        let mut l = list(json!(["--allocate-node-cidrs=true"]));
+        replace_flag(
+            &mut l,
+            "--allocate-node-cidrs",
+            "--allocate-node-cidrs=",
+            "false",
+        );
+        assert_eq!(l, list(json!(["--allocate-node-cidrs=false"])));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The built-in function `providerSidecar`: Gardener's
-//! `machinecontrollermanager.ProviderSidecarContainer` plus the AWS
+//! `machinecontrollermanager.ProviderSidecarContainer` plus the providers'
 //! workload-identity handling. Not declarative because its shape depends on the
 //! `cloudprovider` Secret's labels.
 
@@ -15,22 +15,47 @@ const WORKLOAD_IDENTITY_PATH: &str = "/var/run/secrets/gardener.cloud/workload-i
 const METRICS_PORT: u16 = 10259;
 
 /// The sidecar container `machine-controller-manager-<provider>` and, when the
-/// `cloudprovider` Secret's labels ask for workload identity, the pod volume
-/// carrying the token.
+/// `cloudprovider` Secret's labels ask for workload identity (the purpose label
+/// alone, as AWS and Azure check it), the pod volume carrying the token.
 pub fn provider_sidecar(
     namespace: &str,
     provider: &str,
     image: &str,
     secret_labels: Option<&BTreeMap<String, String>>,
 ) -> (Value, Option<Value>) {
+    let wi = secret_labels.is_some_and(|l| wants_workload_identity(l, &BTreeMap::new()));
+    sidecar_container(namespace, provider, image, wi, &[])
+}
+
+/// Whether the Secret's labels switch on workload identity: the purpose label
+/// `security.gardener.cloud/purpose=workload-identity-token-requestor` and
+/// every label of `also_required`.
+pub fn wants_workload_identity(
+    labels: &BTreeMap<String, String>,
+    also_required: &BTreeMap<String, String>,
+) -> bool {
+    labels
+        .get("security.gardener.cloud/purpose")
+        .is_some_and(|p| p == WORKLOAD_IDENTITY_PURPOSE)
+        && also_required
+            .iter()
+            .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
+}
+
+/// The sidecar with `extra_args` appended after the standard arguments, and the
+/// workload-identity mount and volume if `workload_identity`.
+pub fn sidecar_container(
+    namespace: &str,
+    provider: &str,
+    image: &str,
+    workload_identity: bool,
+    extra_args: &[String],
+) -> (Value, Option<Value>) {
     let mut mounts = vec![json!({
         "name": "kubeconfig",
         "mountPath": "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig",
         "readOnly": true,
     })];
-    let workload_identity = secret_labels
-        .and_then(|l| l.get("security.gardener.cloud/purpose"))
-        .is_some_and(|p| p == WORKLOAD_IDENTITY_PURPOSE);
     let volume = workload_identity.then(|| {
         mounts.push(json!({"name": WORKLOAD_IDENTITY_VOLUME, "mountPath": WORKLOAD_IDENTITY_PATH}));
         json!({
@@ -41,25 +66,29 @@ pub fn provider_sidecar(
             }}]},
         })
     });
+    let mut args = vec![
+        json!("--control-kubeconfig=inClusterConfig"),
+        json!("--kube-api-qps=100"),
+        json!("--kube-api-burst=200"),
+        json!("--machine-creation-timeout=20m"),
+        json!("--machine-drain-timeout=2h"),
+        json!("--machine-health-timeout=10m"),
+        json!("--machine-safety-apiserver-statuscheck-timeout=30s"),
+        json!("--machine-safety-apiserver-statuscheck-period=1m"),
+        json!("--machine-safety-orphan-vms-period=30m"),
+        json!(format!("--namespace={namespace}")),
+        json!(format!("--port={METRICS_PORT}")),
+        json!(
+            "--target-kubeconfig=/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/kubeconfig"
+        ),
+        json!("--v=3"),
+    ];
+    args.extend(extra_args.iter().map(|a| json!(a)));
     let container = json!({
         "name": format!("machine-controller-manager-{provider}"),
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "args": [
-            "--control-kubeconfig=inClusterConfig",
-            "--kube-api-qps=100",
-            "--kube-api-burst=200",
-            "--machine-creation-timeout=20m",
-            "--machine-drain-timeout=2h",
-            "--machine-health-timeout=10m",
-            "--machine-safety-apiserver-statuscheck-timeout=30s",
-            "--machine-safety-apiserver-statuscheck-period=1m",
-            "--machine-safety-orphan-vms-period=30m",
-            format!("--namespace={namespace}"),
-            format!("--port={METRICS_PORT}"),
-            "--target-kubeconfig=/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/kubeconfig",
-            "--v=3",
-        ],
+        "args": args,
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": METRICS_PORT, "scheme": "HTTP"},
             "initialDelaySeconds": 30,
@@ -74,4 +103,46 @@ pub fn provider_sidecar(
         "volumeMounts": mounts,
     });
     (container, volume)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn workload_identity_needs_the_purpose_and_every_required_label() {
+        let purpose = ("security.gardener.cloud/purpose", WORKLOAD_IDENTITY_PURPOSE);
+        let gcp = ("workloadidentity.security.gardener.cloud/provider", "gcp");
+        let required = labels(&[gcp]);
+        assert!(wants_workload_identity(
+            &labels(&[purpose]),
+            &BTreeMap::new()
+        ));
+        assert!(!wants_workload_identity(&labels(&[purpose]), &required));
+        assert!(!wants_workload_identity(&labels(&[gcp]), &required));
+        assert!(wants_workload_identity(&labels(&[purpose, gcp]), &required));
+        let azure = ("workloadidentity.security.gardener.cloud/provider", "azure");
+        assert!(!wants_workload_identity(
+            &labels(&[purpose, azure]),
+            &required
+        ));
+    }
+
+    #[test]
+    fn extra_args_follow_the_standard_ones() {
+        let (c, v) = sidecar_container("ns", "provider-x", "img", false, &["--z=1".to_string()]);
+        assert!(v.is_none());
+        let args = c["args"].as_array().unwrap();
+        assert_eq!(args[args.len() - 2], "--v=3");
+        assert_eq!(args[args.len() - 1], "--z=1");
+        let (plain, _) = provider_sidecar("ns", "provider-x", "img", None);
+        assert_eq!(plain["args"].as_array().unwrap().len(), args.len() - 1);
+    }
 }

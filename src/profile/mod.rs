@@ -8,6 +8,7 @@
 
 mod condition;
 mod schema;
+mod serialize;
 mod validate;
 
 use std::path::Path;
@@ -15,7 +16,7 @@ use std::path::Path;
 pub use condition::{Condition, FieldTest, VersionRange};
 pub use schema::{
     Action, ContainerNameRef, EnsureFlag, FlagList, KeyRef, KeyValue, ListItem, NameRef,
-    ProviderSidecar, RemoveFlag, Scope,
+    ProviderSidecar, RemoveFlag, ReplaceFlag, Scope,
 };
 use serde_json::Value;
 
@@ -24,7 +25,10 @@ pub const BUILTIN_PROVIDERS: &[&str] = &["alicloud", "aws", "azure", "gcp", "ope
 
 /// The profile files embedded in the binary, by provider.
 const BUILTIN_SOURCES: &[(&str, &str)] = &[
+    ("alicloud", include_str!("builtin/alicloud.yaml")),
     ("aws", include_str!("builtin/aws.yaml")),
+    ("azure", include_str!("builtin/azure.yaml")),
+    ("gcp", include_str!("builtin/gcp.yaml")),
     ("openstack", include_str!("builtin/openstack.yaml")),
 ];
 
@@ -132,6 +136,8 @@ mod tests {
 
     #[test]
     fn builtins_load_and_are_listed() {
+        let names: Vec<&str> = BUILTIN_SOURCES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, BUILTIN_PROVIDERS, "every listed provider has a file");
         for (name, _) in BUILTIN_SOURCES {
             assert!(BUILTIN_PROVIDERS.contains(name));
             let profile = Profile::builtin(name).unwrap();

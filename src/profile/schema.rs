@@ -118,6 +118,22 @@ pub struct RemoveFlag {
     pub list: FlagList,
 }
 
+/// `replaceFlag`: Gardener's `EnsureNoStringWithPrefix(remove)` followed by
+/// `EnsureStringWithPrefix(flag, value)` (remove every form, re-append), made a
+/// fixed point: a list whose only element starting with `remove` already is
+/// `flag+value` is left as it is, so a second run does not move the flag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReplaceFlag {
+    /// The raw prefix of every form to remove, e.g. `--allocate-node-cidrs`.
+    pub remove: String,
+    /// The prefix of the flag appended; must start with `remove`.
+    pub flag: String,
+    pub value: String,
+    #[serde(default, rename = "in")]
+    pub list: FlagList,
+}
+
 /// `ensureListItem` / `removeListItem`: Gardener's `EnsureStringWithPrefixContains`
 /// and `EnsureNoStringWithPrefixContains`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,8 +190,22 @@ pub struct ProviderSidecar {
     /// Mount the workload-identity token when the `cloudprovider` Secret is
     /// labelled `security.gardener.cloud/purpose=workload-identity-token-requestor`.
     /// Needs the Secret (a missing Secret denies the request).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub workload_identity: bool,
+    /// Further labels (key: value) the `cloudprovider` Secret must carry, besides
+    /// the purpose label, for workload identity (GCP also needs
+    /// `workloadidentity.security.gardener.cloud/provider: gcp`). Needs
+    /// `workloadIdentity: true`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workload_identity_labels: BTreeMap<String, String>,
+    /// Arguments appended after Gardener's standard ones (after `--v=3`), e.g.
+    /// Azure's `--machine-pv-reattach-timeout=150s`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One primitive action of a rule. In YAML a single-key map, e.g.
@@ -185,6 +215,7 @@ pub struct ProviderSidecar {
 pub enum Action {
     EnsureFlag(EnsureFlag),
     RemoveFlag(RemoveFlag),
+    ReplaceFlag(ReplaceFlag),
     EnsureListItem(ListItem),
     RemoveListItem(ListItem),
     /// A whole `EnvVar` object (must have `name`).
@@ -232,6 +263,7 @@ impl Action {
         match self {
             Action::EnsureFlag(_) => "ensureFlag",
             Action::RemoveFlag(_) => "removeFlag",
+            Action::ReplaceFlag(_) => "replaceFlag",
             Action::EnsureListItem(_) => "ensureListItem",
             Action::RemoveListItem(_) => "removeListItem",
             Action::EnsureEnv(_) => "ensureEnv",
@@ -259,6 +291,7 @@ impl Action {
         match self {
             Action::EnsureFlag(_)
             | Action::RemoveFlag(_)
+            | Action::ReplaceFlag(_)
             | Action::EnsureListItem(_)
             | Action::RemoveListItem(_)
             | Action::EnsureEnv(_)

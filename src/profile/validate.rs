@@ -197,6 +197,17 @@ fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
     match action {
         Action::EnsureFlag(f) => non_empty(&f.flag, "flag"),
         Action::RemoveFlag(f) => non_empty(&f.flag, "flag"),
+        Action::ReplaceFlag(f) => {
+            non_empty(&f.remove, "remove")?;
+            if f.flag.starts_with(&f.remove) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`flag` {:?} must start with `remove` {:?}, or the appended flag would not be found again",
+                    f.flag, f.remove
+                ))
+            }
+        }
         Action::EnsureListItem(l) | Action::RemoveListItem(l) => {
             non_empty(&l.flag, "flag")?;
             non_empty(&l.item, "item")?;
@@ -210,7 +221,17 @@ fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
         Action::SetLabel(kv) | Action::SetAnnotation(kv) => non_empty(&kv.key, "key"),
         Action::ProviderSidecar(s) => {
             non_empty(&s.provider, "provider")?;
-            non_empty(&s.image, "image")
+            non_empty(&s.image, "image")?;
+            if !s.workload_identity_labels.is_empty() && !s.workload_identity {
+                return Err("`workloadIdentityLabels` needs `workloadIdentity: true`".into());
+            }
+            if s.workload_identity_labels.keys().any(String::is_empty) {
+                return Err("`workloadIdentityLabels` has an empty label key".into());
+            }
+            if s.extra_args.iter().any(|a| a.trim().is_empty()) {
+                return Err("`extraArgs` has an empty argument".into());
+            }
+            Ok(())
         }
         _ => Ok(()),
     }
@@ -240,5 +261,56 @@ fn check_templates(v: &Value) -> Result<(), String> {
         Value::Array(items) => items.iter().try_for_each(check_templates),
         Value::Object(map) => map.values().try_for_each(check_templates),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::Profile;
+
+    fn err(actions: &str, component: &str) -> String {
+        let yaml = format!(
+            "provider: x\ncomponents:\n  {component}:\n    - name: r\n      actions: {actions}\n"
+        );
+        Profile::from_yaml("x.yaml", &yaml).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn replace_flag_must_append_what_it_removes() {
+        let e = err(
+            r#"[{replaceFlag: {remove: "--allocate-node-cidrs", flag: "--other=", value: "false"}}]"#,
+            "kube-controller-manager",
+        );
+        assert!(
+            e.contains(r#"rule "r": field actions[0].replaceFlag: `flag` "--other=" must start with `remove`"#),
+            "{e}"
+        );
+        let e = err(
+            r#"[{replaceFlag: {remove: "", flag: "--a=", value: "1"}}]"#,
+            "kube-controller-manager",
+        );
+        assert!(e.contains("`remove` must not be empty"), "{e}");
+    }
+
+    #[test]
+    fn sidecar_extras_are_checked() {
+        let e = err(
+            "[{providerSidecar: {provider: p, image: i, workloadIdentityLabels: {a: b}}}]",
+            "machine-controller-manager",
+        );
+        assert!(
+            e.contains("field actions[0].providerSidecar: `workloadIdentityLabels` needs `workloadIdentity: true`"),
+            "{e}"
+        );
+        let e = err(
+            r#"[{providerSidecar: {provider: p, image: i, extraArgs: ["--a=1", " "]}}]"#,
+            "machine-controller-manager",
+        );
+        assert!(e.contains("`extraArgs` has an empty argument"), "{e}");
+        let e = err(
+            r#"[{providerSidecar: {provider: p, image: i, extraArgs: ["--ns={{zone}}"]}}]"#,
+            "machine-controller-manager",
+        );
+        assert!(e.contains("unknown template variable \"zone\""), "{e}");
     }
 }

@@ -11,6 +11,8 @@ use scion::profile::Profile;
 use scion::state::{Networking, ObjectData, ShootContext, Snapshot, WorkerPool};
 use serde_json::Value;
 
+pub mod cases;
+
 pub const NS: &str = "shoot--core--prod";
 
 /// A shoot context with the given version, IPv4, no annotations.

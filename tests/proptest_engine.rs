@@ -69,7 +69,11 @@ fn shoot_strategy() -> impl Strategy<Value = Shoot> {
     ];
     let annotations = prop::collection::btree_map(
         annotation.prop_map(String::from),
-        prop_oneof![Just("true".to_string()), Just("false".to_string()), "[a-z]{0,4}"],
+        prop_oneof![
+            Just("true".to_string()),
+            Just("false".to_string()),
+            "[a-z]{0,4}"
+        ],
         0..3,
     );
     (
@@ -201,10 +205,7 @@ fn extras_strategy() -> impl Strategy<Value = Extras> {
                     .into_iter()
                     .map(|(k, v)| (format!("X_PROP_{k}"), v))
                     .collect(),
-                volumes: volumes
-                    .into_iter()
-                    .map(|v| format!("x-prop-{v}"))
-                    .collect(),
+                volumes: volumes.into_iter().map(|v| format!("x-prop-{v}")).collect(),
                 labels: labels
                     .into_iter()
                     .map(|(k, v)| (format!("x-prop.example/{k}"), v))
@@ -221,7 +222,14 @@ fn extras_strategy() -> impl Strategy<Value = Extras> {
 /// The JSON pointers at which unknown fields are placed, by depth index.
 fn unknown_parent(target: &Target, depth: usize) -> &'static str {
     if target.is_vpa() {
-        ["", "/metadata", "/spec", "/spec/resourcePolicy", "/spec", ""][depth % 6]
+        [
+            "",
+            "/metadata",
+            "/spec",
+            "/spec/resourcePolicy",
+            "/spec",
+            "",
+        ][depth % 6]
     } else {
         [
             "",
@@ -318,7 +326,12 @@ fn object(target: &Target, extras: &Extras) -> Value {
         })
     };
     for (depth, key, value) in &extras.unknown {
-        insert_at(&mut object, unknown_parent(target, *depth), key, value.clone());
+        insert_at(
+            &mut object,
+            unknown_parent(target, *depth),
+            key,
+            value.clone(),
+        );
     }
     object
 }
@@ -348,11 +361,19 @@ fn named<'a>(items: &'a [Value], key: &str, name: &str) -> Option<&'a Value> {
 fn check_preserved(target: &Target, extras: &Extras, out: &Value) -> Result<(), TestCaseError> {
     for (depth, key, value) in &extras.unknown {
         let pointer = format!("{}/{key}", unknown_parent(target, *depth));
-        prop_assert_eq!(out.pointer(&pointer), Some(value), "unknown field {}", pointer);
+        prop_assert_eq!(
+            out.pointer(&pointer),
+            Some(value),
+            "unknown field {}",
+            pointer
+        );
     }
     for (k, v) in &extras.labels {
         let pointer = format!("/metadata/labels/{}", k.replace('/', "~1"));
-        prop_assert_eq!(out.pointer(&pointer).and_then(Value::as_str), Some(v.as_str()));
+        prop_assert_eq!(
+            out.pointer(&pointer).and_then(Value::as_str),
+            Some(v.as_str())
+        );
     }
     let key = if target.is_vpa() {
         "containerName"
@@ -370,7 +391,11 @@ fn check_preserved(target: &Target, extras: &Extras, out: &Value) -> Result<(), 
     if target.is_vpa() {
         return Ok(());
     }
-    let main = named(&out_containers, "name", target.container.unwrap_or(target.name));
+    let main = named(
+        &out_containers,
+        "name",
+        target.container.unwrap_or(target.name),
+    );
     prop_assert!(main.is_some(), "target container lost");
     let main = main.unwrap();
     let command: Vec<&str> = main["command"]

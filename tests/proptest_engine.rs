@@ -491,3 +491,40 @@ proptest! {
         prop_assert_eq!(verdict, Verdict::Unchanged);
     }
 }
+
+/// The generator is not vacuous: for every profile, some targets are actually
+/// changed (so the properties above check real patches).
+#[test]
+fn generated_objects_are_mutated_by_every_profile() {
+    let extras = Extras {
+        containers: vec![("a".into(), vec!["--x".into()])],
+        position: 1,
+        flags: vec!["--x-prop-a=1".into()],
+        env: vec![("X_PROP_A".into(), "1".into())],
+        volumes: vec!["x-prop-a".into()],
+        labels: BTreeMap::new(),
+        unknown: vec![(2, "xPropA".into(), json!({"b": [1, null]}))],
+        args: vec![],
+    };
+    for provider in providers() {
+        let mut changed = Vec::new();
+        for minor in [17, 26, 31, 35] {
+            let s = Shoot {
+                provider,
+                minor,
+                patch: 0,
+                families: vec!["IPv4"],
+                annotations: BTreeMap::new(),
+            };
+            for target in TARGETS {
+                let m = mutator(&s, target, &BTreeMap::new());
+                let input = object(target, &extras);
+                let (out, _) = stored(&m, &input).unwrap();
+                if out != input {
+                    changed.push((minor, target.name));
+                }
+            }
+        }
+        assert!(changed.len() >= 4, "{provider}: only {changed:?} changed");
+    }
+}

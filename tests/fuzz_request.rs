@@ -324,3 +324,32 @@ proptest! {
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 }
+
+/// The checks above see real patches and denials: the unmodified seeds give
+/// well-formed answers, most of them patches, and the example review (whose
+/// namespace has no Cluster here) a 403 naming the Cluster.
+#[test]
+fn unmodified_seeds_give_patches_and_denials() {
+    let mut patched = 0;
+    let mut denied = Vec::new();
+    for seed in seeds() {
+        let (request, bytes) = answer(&seed.mutator, &seed.body).unwrap();
+        check_well_formed(&request, &bytes).unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        if v["response"].get("patch").is_some() {
+            patched += 1;
+        }
+        if v["response"]["allowed"] == false {
+            denied.push(v["response"]["status"].clone());
+        }
+    }
+    assert!(patched >= 10, "only {patched} patches");
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0]["code"], 403);
+    assert!(
+        denied[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shoot--dev--aws")
+    );
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Load and soak test of `scion serve` on loopback, over TLS with keep-alive.
+#
+#   scripts/load.sh [throughput|rate|soak|all]
+#
+#   throughput  CONNS connections (default 16), DURATION seconds (default 10),
+#               as fast as possible: req/s, p50/p99/p99.9, VmRSS/VmHWM
+#   rate        RATE req/s (default 1000) for DURATION seconds: p50/p99/p99.9
+#   soak        SOAK_MINUTES (default 3) at RATE req/s; a kubelet-style
+#               certificate rotation (new pair, `..data` symlink swapped) half
+#               way; then SIGTERM during a last short burst. Reports failed
+#               requests, VmRSS at start/middle/end and the exit code.
+#   all         the three in turn (default)
+#
+# Environment: REVIEW (default examples/reviews/aws-kube-controller-manager.json),
+# PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2), CONNS, DURATION,
+# RATE, SOAK_MINUTES, THREADS (load-generator threads, default 2).
+#
+# The load generator is wrk (Debian package `wrk`, installed with apt-get if
+# missing). Fixed-rate mode paces each connection with wrk's `delay()` hook.
+# Everything is bounded: each wrk run has a duration, the server is killed on
+# exit, and only 127.0.0.1 is used.
+set -euo pipefail
+
+mode="${1:-all}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+review="${REVIEW:-$root/examples/reviews/aws-kube-controller-manager.json}"
+port="${PORT:-18443}"
+conns="${CONNS:-16}"
+duration="${DURATION:-10}"
+rate="${RATE:-1000}"
+soak_minutes="${SOAK_MINUTES:-3}"
+threads="${THREADS:-2}"
+bin="$root/target/release/scion"
+url="https://127.0.0.1:$port/controlplane"
+
+work="$(mktemp -d)"
+serve_pid=""
+cleanup() {
+  if [[ -n "$serve_pid" ]] && kill -0 "$serve_pid" 2>/dev/null; then
+    kill -KILL "$serve_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+log() { printf '== %s\n' "$*"; }
+
+# --- tools --------------------------------------------------------------------
+if [[ ! -x "$bin" ]]; then
+  log "building $bin"
+  (cd "$root" && cargo build --release --locked --bin scion)
+fi
+if ! command -v wrk >/dev/null; then
+  log "installing wrk (Debian)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y wrk >/dev/null
+fi
+
+# --- certificates, kubelet-style ----------------------------------------------
+certs="$work/certs"
+mkdir -p "$certs"
+# new_pair: generate a pair into a timestamped dir and point `..data` at it
+# atomically (rename of a fresh symlink over the old one).
+new_pair() {
+  local ts
+  ts="..$(date -u +%Y_%m_%d_%H_%M_%S.%N)"
+  "$bin" certs --dir "$certs/$ts" --host 127.0.0.1 >/dev/null
+  ln -s "$ts" "$certs/..data_tmp"
+  mv -T "$certs/..data_tmp" "$certs/..data"
+  for f in tls.crt tls.key ca.crt; do
+    [[ -L "$certs/$f" ]] || ln -s "..data/$f" "$certs/$f"
+  done
+}
+new_pair
+
+# --- server -------------------------------------------------------------------
+start_server() {
+  "$bin" serve --provider aws --objects-dir "$root/examples/objects" \
+    --cert-dir "$certs" --listen "127.0.0.1:$port" \
+    --health-listen "127.0.0.1:$((port + 1))" --metrics-listen "127.0.0.1:$((port + 2))" \
+    --controllers none --log-level warn >"$work/serve.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 1 100); do
+    if curl -fsS "http://127.0.0.1:$((port + 1))/readyz" >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "scion serve did not become ready:" >&2
+  cat "$work/serve.log" >&2
+  exit 1
+}
+
+rss() { awk '/^VmRSS|^VmHWM/ {printf "%s %s kB  ", $1, $2}' "/proc/$serve_pid/status"; }
+
+# --- wrk script ---------------------------------------------------------------
+# PACE_MS > 0: each connection waits that long between requests (fixed rate).
+# Counts answers that are not HTTP 200 with an allowed AdmissionReview.
+cat >"$work/post.lua" <<'LUA'
+local threads = {}
+local body_file = os.getenv("BODY")
+local pace = tonumber(os.getenv("PACE_MS") or "0")
+local f = assert(io.open(body_file, "rb"))
+local body = f:read("*a")
+f:close()
+wrk.method = "POST"
+wrk.body = body
+wrk.headers["Content-Type"] = "application/json"
+
+function setup(thread) table.insert(threads, thread) end
+function init(args) bad = 0 end
+if pace > 0 then
+  function delay() return pace end
+end
+function response(status, headers, resp)
+  if status ~= 200 or not string.find(resp, '"allowed":true', 1, true) then
+    bad = bad + 1
+  end
+end
+function done(summary, latency, requests)
+  local b = 0
+  for _, t in ipairs(threads) do b = b + t:get("bad") end
+  local e = summary.errors
+  io.write(string.format("RESULT requests=%d req_per_s=%.0f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f bad_answers=%d connect_err=%d read_err=%d write_err=%d timeout=%d non2xx=%d\n",
+    summary.requests, summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+    latency:percentile(99.9) / 1000, latency.max / 1000, b,
+    e.connect, e.read, e.write, e.timeout, e.status))
+end
+LUA
+
+# run_wrk SECONDS CONNS PACE_MS
+run_wrk() {
+  BODY="$review" PACE_MS="$3" wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
+    -s "$work/post.lua" "$url" | grep '^RESULT'
+}
+
+# Connections and per-connection pause giving about RATE req/s.
+rate_conns=$(( rate >= 50 ? 50 : rate ))
+rate_pace=$(( 1000 * rate_conns / rate ))
+
+throughput() {
+  log "throughput: $conns connections, ${duration}s, $(basename "$review")"
+  run_wrk "$duration" "$conns" 0
+  log "memory after throughput: $(rss)"
+}
+
+fixed_rate() {
+  log "fixed rate: ~$rate req/s ($rate_conns connections, ${rate_pace} ms apart), ${duration}s"
+  run_wrk "$duration" "$rate_conns" "$rate_pace"
+  log "memory after fixed rate: $(rss)"
+}
+
+soak() {
+  local total=$(( soak_minutes * 60 )) half
+  half=$(( total / 2 ))
+  log "soak: ${soak_minutes} min at ~$rate req/s, rotation after ${half}s"
+  log "memory at start: $(rss)"
+  run_wrk "$total" "$rate_conns" "$rate_pace" >"$work/soak.out" &
+  local wrk_pid=$!
+  sleep "$half"
+  log "memory in the middle: $(rss)"
+  local before after
+  before="$(openssl x509 -noout -fingerprint -sha256 -in "$certs/tls.crt")"
+  new_pair
+  after="$(openssl x509 -noout -fingerprint -sha256 -in "$certs/tls.crt")"
+  log "rotated: ..data -> $(readlink "$certs/..data")"
+  local served=""
+  for _ in $(seq 1 100); do
+    served="$(openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null |
+      openssl x509 -noout -fingerprint -sha256 2>/dev/null || true)"
+    [[ "$served" == "$after" ]] && break
+    sleep 0.1
+  done
+  if [[ "$served" == "$after" && "$before" != "$after" ]]; then
+    log "new certificate served by new connections"
+  else
+    log "ROTATION NOT PICKED UP: served $served, expected $after"
+  fi
+  wait "$wrk_pid"
+  cat "$work/soak.out"
+  log "memory at end: $(rss)"
+  log "shutdown: 4s burst, SIGTERM after 1s"
+  run_wrk 4 "$rate_conns" "$rate_pace" >"$work/shutdown.out" &
+  wrk_pid=$!
+  sleep 1
+  kill -TERM "$serve_pid"
+  local code=0
+  wait "$serve_pid" || code=$?
+  wait "$wrk_pid" || true
+  cat "$work/shutdown.out"
+  log "(after SIGTERM the listener closes: connect errors are expected; read errors and bad answers are failures)"
+  log "exit code after SIGTERM: $code"
+  serve_pid=""
+}
+
+log "machine: $(nproc) cpus, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
+log "tool: $(wrk -v 2>&1 | head -1)"
+start_server
+log "memory idle: $(rss)"
+case "$mode" in
+  throughput) throughput ;;
+  rate) fixed_rate ;;
+  soak) soak ;;
+  all) throughput; fixed_rate; soak ;;
+  *) echo "usage: $0 [throughput|rate|soak|all]" >&2; exit 2 ;;
+esac

@@ -180,7 +180,7 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
         namespace: meta("namespace"),
         operation: Operation::Update,
         object: Some(value),
-        old_object: None,
+        has_old_object: false,
         dry_run: Some(true),
         version: ReviewVersion::V1,
     })

@@ -295,10 +295,14 @@ mod tests {
                 "object":{{"a":1}}{old}}}}}"#
             )
         };
-        let with = AdmissionRequest::from_review_bytes(review(r#","oldObject":{"a":[0,{"b":2}]}"#).as_bytes()).unwrap();
+        let with = AdmissionRequest::from_review_bytes(
+            review(r#","oldObject":{"a":[0,{"b":2}]}"#).as_bytes(),
+        )
+        .unwrap();
         assert!(with.has_old_object);
         assert_eq!(with.object, Some(serde_json::json!({"a": 1})));
-        let null = AdmissionRequest::from_review_bytes(review(r#","oldObject":null"#).as_bytes()).unwrap();
+        let null =
+            AdmissionRequest::from_review_bytes(review(r#","oldObject":null"#).as_bytes()).unwrap();
         assert!(!null.has_old_object);
         let without = AdmissionRequest::from_review_bytes(review("").as_bytes()).unwrap();
         assert!(!without.has_old_object);

@@ -129,7 +129,7 @@ pub const API_CALLS: &[ApiCall] = &[
     ApiCall {
         site: "controller: ControlPlane watch",
         resources: &[gr(EXTENSIONS, "controlplanes")],
-        verbs: &[Verb::Get, Verb::List, Verb::Watch],
+        verbs: &[Verb::List, Verb::Watch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
@@ -148,16 +148,30 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: watch of the CCM objects it owns",
-        resources: CCM_OBJECTS,
-        verbs: &[Verb::Get, Verb::List, Verb::Watch],
+        // The owner references set blockOwnerDeletion, which the
+        // OwnerReferencesPermissionEnforcement admission plugin only allows
+        // with update on the owner's finalizers.
+        site: "controller: owner references to the ControlPlane",
+        resources: &[gr(EXTENSIONS, "controlplanes/finalizers")],
+        verbs: &[Verb::Update],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "ccm: server-side apply of the CCM objects (create on first apply)",
+        site: "controller: watch of the CCM Deployments, Services and PDBs it owns",
+        resources: &[
+            gr("", "services"),
+            gr("apps", "deployments"),
+            gr("policy", "poddisruptionbudgets"),
+        ],
+        verbs: &[Verb::List, Verb::Watch],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::apply: GET the live object, server-side apply when it differs (create on first apply); GET kube-apiserver for hibernation",
         resources: CCM_OBJECTS,
-        verbs: &[Verb::Create, Verb::Patch],
+        verbs: &[Verb::Get, Verb::Create, Verb::Patch],
         scope: Scope::Cluster,
         names: Names::Any,
     },

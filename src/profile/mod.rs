@@ -3,7 +3,7 @@
 //! A profile is a YAML file that says, per control-plane component, which rules
 //! apply: each rule has a name, an optional `when` condition over the shoot and
 //! a list of primitive actions with Gardener's semantics. The schema is
-//! documented in `docs-parts/engine.md`; the built-in profiles live in
+//! documented in the README ("The mutation engine and provider profiles"); the built-in profiles live in
 //! `src/profile/builtin/` and are embedded in the binary.
 
 mod condition;

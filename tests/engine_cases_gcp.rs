@@ -100,27 +100,6 @@ fn gcp_kcm_allocate_node_cidrs_is_unconditional_and_strips_every_form() {
     }
 }
 
-fn gate_only(provider: &str, component: &str, cases: [(&str, bool); 3]) {
-    for (version, with_vac) in [(cases[0].0, false), (cases[1].0, true), (cases[2].0, true)] {
-        let ctx = if with_vac {
-            vac(provider, version)
-        } else {
-            shoot(version)
-        };
-        let out = mutate(provider, ctx, &[], bare(component));
-        let expect_gate = cases.iter().any(|(v, g)| *v == version && *g) && with_vac;
-        if expect_gate {
-            assert_eq!(cmd(&out), [GATE], "{provider} {component} {version}");
-        } else {
-            assert!(
-                cmd(&out).is_empty(),
-                "{provider} {component} {version}: {:?}",
-                cmd(&out)
-            );
-        }
-    }
-}
-
 #[test]
 fn gcp_cases_7_to_9_scheduler_gate_only_133_vac() {
     gate_only(

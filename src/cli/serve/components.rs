@@ -123,7 +123,8 @@ impl LeaderWork {
     }
 }
 
-/// The CCM section of the profile, needed by the ControlPlane controller.
+/// The ControlPlane controller's context: the API client, the state source and
+/// the CCM section of the provider profile.
 pub fn controller_context(
     client: kube::Client,
     state: Arc<dyn StateSource>,

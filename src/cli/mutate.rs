@@ -153,10 +153,12 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
             &value,
         )?)?);
     }
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let (Some(api_version), Some(_)) = (
+        value.get("apiVersion").and_then(Value::as_str),
+        value.get("kind").and_then(Value::as_str),
+    ) else {
+        bail!("a manifest needs apiVersion and kind");
+    };
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let meta = |key: &str| {
         value
@@ -224,5 +226,13 @@ mod tests {
         assert_eq!(r.kind.version, "v1");
         assert_eq!(r.namespace, "shoot--a--b");
         assert_eq!(r.operation, Operation::Update);
+    }
+
+    #[test]
+    fn input_that_is_no_manifest_is_an_error_not_a_pass() {
+        for text in ["vm", "[1, 2]", "metadata: {name: x}", "kind: Deployment"] {
+            let err = request_from_input(text).expect_err(text).to_string();
+            assert!(err.contains("apiVersion and kind"), "{text}: {err}");
+        }
     }
 }

@@ -5,7 +5,6 @@
 mod engine_support;
 
 use engine_support::{NS, mutator, request, run, shoot, snapshot};
-use scion::admission::Verdict;
 use scion::state::ShootContext;
 use serde_json::{Value, json};
 
@@ -37,11 +36,9 @@ fn configmap() -> Value {
 /// Mutate with the built-in profile and return the object as stored.
 fn mutate(provider: &str, ctx: ShootContext, objects: &[Value], object: Value) -> Value {
     let m = mutator(provider, snapshot(ctx, objects));
-    let req = request(object.clone());
-    match run(&m, &req).unwrap() {
-        Verdict::Unchanged => object,
-        Verdict::Mutated(after) => after,
-    }
+    let req = request(object);
+    let verdict = run(&m, &req).unwrap();
+    engine_support::patch_and_apply(&req, &verdict).1
 }
 
 fn vac(version: &str) -> ShootContext {

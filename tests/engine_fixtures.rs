@@ -6,53 +6,9 @@
 
 mod engine_support;
 
-use std::fs;
-use std::path::{Path, PathBuf};
-
-use scion::admission::{AdmissionRequest, Verdict};
+use engine_support::fixtures::{fixtures, mutator_for};
+use scion::admission::Verdict;
 use serde_json::Value;
-
-struct Fixture {
-    name: String,
-    request: AdmissionRequest,
-    context: Value,
-    expected: Value,
-}
-
-fn read(path: &Path) -> Value {
-    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn fixtures() -> Vec<Fixture> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/admission");
-    let mut names: Vec<String> = fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".review.json").map(str::to_string)
-        })
-        .collect();
-    names.sort();
-    assert!(names.len() >= 40, "fixtures missing: {}", names.len());
-    names
-        .into_iter()
-        .map(|name| {
-            let body = fs::read(dir.join(format!("{name}.review.json"))).unwrap();
-            Fixture {
-                request: AdmissionRequest::from_review_bytes(&body).unwrap(),
-                context: read(&dir.join(format!("{name}.context.json"))),
-                expected: read(&dir.join(format!("{name}.expected.json"))),
-                name,
-            }
-        })
-        .collect()
-}
-
-fn mutator_for(f: &Fixture) -> scion::mutation::WebhookMutator {
-    let objects: Vec<Value> = f.context["objects"].as_array().unwrap().clone();
-    let snap = engine_support::snapshot(engine_support::shoot_from_context(&f.context), &objects);
-    engine_support::mutator(f.context["provider"].as_str().unwrap(), snap)
-}
 
 #[test]
 fn every_recorded_review_gives_the_expected_object() {

@@ -62,7 +62,7 @@ fn only_create_and_update_mutate() {
         assert!(
             matches!(
                 run(&m, &review(op, kcm(), gvk.clone())).unwrap(),
-                Verdict::Mutated(_)
+                Verdict::Patched(_)
             ),
             "{op}"
         );
@@ -145,9 +145,10 @@ components:
     .unwrap();
     let engine = Engine::new(Profile::load(&good).unwrap());
     let m = WebhookMutator::new(engine, Arc::new(snapshot(shoot("1.34.0"), &[])));
-    let Verdict::Mutated(out) = run(&m, &request(kcm())).unwrap() else {
-        panic!("not mutated")
-    };
+    let req = request(kcm());
+    let verdict = run(&m, &req).unwrap();
+    assert!(matches!(verdict, Verdict::Patched(_)), "not mutated");
+    let (_, out) = engine_support::patch_and_apply(&req, &verdict);
     assert_eq!(
         out["spec"]["template"]["spec"]["containers"][0]["command"],
         json!([

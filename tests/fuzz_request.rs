@@ -1,5 +1,5 @@
 //! Fuzzing of the admission request path on stable Rust: body bytes →
-//! `AdmissionRequest::from_review_bytes` → `WebhookMutator` → patch →
+//! `AdmissionRequest::from_review_bytes_within` (the engine's reach) → `WebhookMutator` → patch →
 //! `AdmissionResponse` bytes, the same steps the `/controlplane` handler takes.
 //!
 //! Inputs are the recorded fixtures (tests/fixtures/admission/*.review.json and
@@ -22,7 +22,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use scion::admission::{AdmissionRequest, AdmissionResponse, Denial, Verdict};
+use scion::admission::{AdmissionRequest, AdmissionResponse, Denial, Mutator, Verdict};
 use scion::mutation::WebhookMutator;
 use serde_json::{Value, json};
 
@@ -82,18 +82,16 @@ fn load_seeds() -> Vec<Seed> {
 /// What the handler does with a body: the answer bytes, or the parse error
 /// message it sends with HTTP 400.
 fn answer(m: &WebhookMutator, body: &[u8]) -> Result<(AdmissionRequest, Vec<u8>), String> {
-    let request = AdmissionRequest::from_review_bytes(body).map_err(|e| e.to_string())?;
+    let request =
+        AdmissionRequest::from_review_bytes_within(body, m.reach()).map_err(|e| e.to_string())?;
     let uid = request.uid.clone();
     let response = match engine_support::run(m, &request) {
         Ok(Verdict::Unchanged) => AdmissionResponse::allow(&uid),
-        Ok(Verdict::Mutated(after)) => {
-            let before = request.object.as_ref().expect("mutated without an object");
-            let patch = scion::patch::diff(before, &after);
+        Ok(Verdict::Patched(patch)) => {
             if patch.0.is_empty() {
-                AdmissionResponse::allow(&uid)
-            } else {
-                AdmissionResponse::patched(&uid, &serde_json::to_vec(&patch).unwrap())
+                return Err("a patch verdict with no operation".into());
             }
+            AdmissionResponse::patched(&uid, &serde_json::to_vec(&patch).unwrap())
         }
         Err(d @ (Denial::BadObject(_) | Denial::Forbidden(_))) => {
             AdmissionResponse::deny(&uid, d.code(), d.reason(), d.to_string())

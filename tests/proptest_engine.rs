@@ -11,7 +11,7 @@ mod engine_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use engine_support::{NS, patch_and_apply, request, run, shoot};
+use engine_support::{NS, patch_and_apply, pruned_request, request, run, shoot};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use scion::admission::Verdict;
@@ -336,10 +336,17 @@ fn object(target: &Target, extras: &Extras) -> Value {
     object
 }
 
-/// The object as stored after the webhook, checking the patch on the way.
+/// The object as stored after the webhook, checking the patch on the way and
+/// that the server's decoding of only the engine's reach gives the same answer.
 fn stored(m: &WebhookMutator, object: &Value) -> Result<(Value, Vec<u8>), TestCaseError> {
     let req = request(object.clone());
     let verdict = run(m, &req).map_err(|d| TestCaseError::fail(format!("denied: {d}")))?;
+    let pruned = run(m, &pruned_request(m, object.clone()));
+    prop_assert_eq!(
+        pruned.as_ref(),
+        Ok(&verdict),
+        "the reach changed the answer"
+    );
     let (patch, patched) = patch_and_apply(&req, &verdict);
     Ok((patched, serde_json::to_vec(&patch).unwrap()))
 }

@@ -6,25 +6,26 @@
 //! the response `patch` must be the base64 string the API documents (kube-core
 //! serialises it as a number array, kube-rs#1781).
 
+pub mod reach;
+mod request;
 mod review;
 
+pub use reach::{ObjectReach, Reach};
+pub use request::RequestSeed;
 pub use review::{
     AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation, ReviewError, ReviewVersion,
     Status,
 };
 
 use futures::future::BoxFuture;
-use serde_json::Value;
 
 /// What a [`Mutator`] decided about one admission request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// The object is not targeted or needs no change: allowed, no patch.
     Unchanged,
-    /// The object as it must be stored. The server diffs it against the raw
-    /// object of the request and answers with the resulting JSONPatch (or with
-    /// no patch if the two are equal).
-    Mutated(Value),
+    /// Allowed with this RFC 6902 patch of the request's object (never empty).
+    Patched(json_patch::Patch),
 }
 
 /// Why a [`Mutator`] refused an object. Maps onto the AdmissionReview-level
@@ -67,6 +68,16 @@ pub trait Mutator: Send + Sync + 'static {
         &'a self,
         request: &'a AdmissionRequest,
     ) -> BoxFuture<'a, Result<Verdict, Denial>>;
+
+    /// The part of each object this mutator reads or writes. The server
+    /// decodes request objects only within it, so the object passed to
+    /// [`Mutator::mutate`] may be a pruned tree and the patch is computed on it
+    /// (see [`Reach`] for what a mutator may then change). The default is the
+    /// whole object.
+    fn reach(&self) -> &ObjectReach {
+        static ALL: ObjectReach = ObjectReach::ALL;
+        &ALL
+    }
 }
 
 /// A mutator that allows everything unchanged. Used where no profile applies.

@@ -1,8 +1,12 @@
 //! `admission.k8s.io/v1` and `v1beta1` AdmissionReview, as far as scion needs it.
 
 use base64::Engine as _;
+use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::reach::ObjectReach;
+use super::request::{RequestSeed, ReviewSeed};
 
 /// The two AdmissionReview versions the API server may send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,45 +57,30 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
-/// `request` of an AdmissionReview. `object` is kept as the raw JSON the API
-/// server sent; `oldObject` is only noted, its content is skipped.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// `request` of an AdmissionReview. `object` is the JSON the API server sent
+/// (decoded whole, or only within the mutator's [`Reach`]); `oldObject` is only
+/// noted, its content is skipped. Decoded by [`super::request::RequestSeed`].
+#[derive(Debug, Clone, PartialEq)]
 pub struct AdmissionRequest {
     /// Identifies this call; echoed in the response.
     pub uid: String,
     /// The kind of the object (e.g. apps/v1 Deployment).
     pub kind: GroupVersionKind,
     /// Name of the object; may be empty on CREATE with generateName.
-    #[serde(default)]
     pub name: String,
     /// Namespace of the object; empty for cluster-scoped objects.
-    #[serde(default)]
     pub namespace: String,
     pub operation: Operation,
     /// The object as sent (absent on DELETE).
-    #[serde(default)]
     pub object: Option<Value>,
     /// Whether the request carried an `oldObject` (UPDATE and DELETE). Its
     /// content is skipped while parsing: no rule reads the previous object
     /// (Gardener's control-plane ensurers do not either), and building it as a
     /// JSON tree doubled the parsing cost of every UPDATE.
-    #[serde(default, rename = "oldObject", deserialize_with = "present")]
     pub has_old_object: bool,
-    #[serde(default)]
     pub dry_run: Option<bool>,
     /// Which AdmissionReview version carried this request (not on the wire).
-    #[serde(skip, default = "default_version")]
     pub version: ReviewVersion,
-}
-
-/// `true` for any non-null value, skipped without building it.
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    Ok(Option::<serde::de::IgnoredAny>::deserialize(deserializer)?.is_some())
-}
-
-fn default_version() -> ReviewVersion {
-    ReviewVersion::V1
 }
 
 /// Why a body is not an AdmissionReview scion can answer (HTTP 400).
@@ -114,39 +103,43 @@ pub enum ReviewError {
 }
 
 impl AdmissionRequest {
-    /// Parse an AdmissionReview body and return its request.
+    /// Parse an AdmissionReview body and return its request, with the whole object.
     pub fn from_review_bytes(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
-        // Fast path: one pass straight into the typed request (the object is
-        // parsed once). Anything unusual takes the checked path below, which
-        // names what is wrong.
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Direct {
-            #[serde(default)]
-            api_version: String,
-            #[serde(default)]
-            kind: String,
-            request: AdmissionRequest,
-        }
-        if let Ok(direct) = serde_json::from_slice::<Direct>(body) {
-            let version = match direct.api_version.as_str() {
-                "admission.k8s.io/v1" => Some(ReviewVersion::V1),
-                "admission.k8s.io/v1beta1" => Some(ReviewVersion::V1Beta1),
-                _ => None,
-            };
-            if let Some(version) = version
-                && direct.kind == "AdmissionReview"
-                && !direct.request.uid.is_empty()
+        static ALL: ObjectReach = ObjectReach::ALL;
+        Self::from_review_bytes_within(body, &ALL)
+    }
+
+    /// Parse an AdmissionReview body and return its request, with the object
+    /// decoded only within its reach (see [`ObjectReach`]; the rest of its text
+    /// is checked and skipped).
+    pub fn from_review_bytes_within(
+        body: &[u8],
+        reach: &ObjectReach,
+    ) -> Result<AdmissionRequest, ReviewError> {
+        // Fast path: one pass straight into the request. The body is checked to
+        // be UTF-8 once, up front, which is cheaper than serde_json checking
+        // every string it decodes. Anything unusual takes the checked path
+        // below, which names what is wrong.
+        if let Ok(text) = std::str::from_utf8(body) {
+            let mut de = serde_json::Deserializer::from_str(text);
+            if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
+                && de.end().is_ok()
+                && let Some(version) = review.api_version.as_deref().and_then(version_of)
+                && review.kind.as_deref() == Some("AdmissionReview")
+                && let Some(mut request) = review.request
+                && !request.uid.is_empty()
             {
-                let mut request = direct.request;
                 request.version = version;
                 return Ok(request);
             }
         }
-        Self::from_review_bytes_checked(body)
+        Self::from_review_bytes_checked(body, reach)
     }
 
-    fn from_review_bytes_checked(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+    fn from_review_bytes_checked(
+        body: &[u8],
+        reach: &ObjectReach,
+    ) -> Result<AdmissionRequest, ReviewError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Envelope {
@@ -158,10 +151,8 @@ impl AdmissionRequest {
             request: Option<Value>,
         }
         let envelope: Envelope = serde_json::from_slice(body).map_err(ReviewError::Json)?;
-        let version = match envelope.api_version.as_str() {
-            "admission.k8s.io/v1" => ReviewVersion::V1,
-            "admission.k8s.io/v1beta1" => ReviewVersion::V1Beta1,
-            other => return Err(ReviewError::ApiVersion(other.to_string())),
+        let Some(version) = version_of(&envelope.api_version) else {
+            return Err(ReviewError::ApiVersion(envelope.api_version));
         };
         if envelope.kind != "AdmissionReview" {
             return Err(ReviewError::Kind(envelope.kind));
@@ -177,10 +168,22 @@ impl AdmissionRequest {
         {
             return Err(ReviewError::NoUid);
         }
-        let mut request: AdmissionRequest =
-            serde_json::from_value(request).map_err(ReviewError::Request)?;
+        let mut request = RequestSeed(&ObjectReach::ALL)
+            .deserialize(request)
+            .map_err(ReviewError::Request)?;
         request.version = version;
+        if let Some(object) = request.object.as_mut() {
+            *object = reach.prune(&request.kind, object);
+        }
         Ok(request)
+    }
+}
+
+fn version_of(api_version: &str) -> Option<ReviewVersion> {
+    match api_version {
+        "admission.k8s.io/v1" => Some(ReviewVersion::V1),
+        "admission.k8s.io/v1beta1" => Some(ReviewVersion::V1Beta1),
+        _ => None,
     }
 }
 

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::apply::{ApplyContext, ApplyError, Objects, apply};
 use super::dispatch::Target;
-use crate::admission::Denial;
+use super::footprint::footprint;
+use crate::admission::{Denial, ObjectReach};
 use crate::profile::{Action, Profile};
 use crate::state::{ObjectKind, ShootContext};
 
@@ -19,6 +20,8 @@ use crate::state::{ObjectKind, ShootContext};
 pub struct Engine {
     profile: Arc<Profile>,
     sidecar_image: Option<String>,
+    /// What of an object the profile reads or writes.
+    reach: Arc<ObjectReach>,
 }
 
 /// Whether a rule applied, and why, for `--explain`.
@@ -41,6 +44,7 @@ pub struct Mutation {
 impl Engine {
     pub fn new(profile: Profile) -> Self {
         Engine {
+            reach: Arc::new(footprint(&profile)),
             profile: Arc::new(profile),
             sidecar_image: None,
         }
@@ -54,6 +58,12 @@ impl Engine {
 
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// The part of each object the rules read or write (and dispatch and the
+    /// shape check read): decoding only this part gives the same patch.
+    pub fn reach(&self) -> &ObjectReach {
+        &self.reach
     }
 
     /// The Secrets and ConfigMaps (in the object's namespace) that the rules

@@ -8,6 +8,7 @@
 mod apply;
 mod dispatch;
 mod engine;
+mod footprint;
 pub mod primitives;
 mod sidecar;
 mod webhook;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::apply::Objects;
 use super::dispatch::{Skip, dispatch};
 use super::engine::{Engine, Mutation, kind_word};
-use crate::admission::{AdmissionRequest, Denial, Mutator, Operation, Verdict};
+use crate::admission::{AdmissionRequest, Denial, Mutator, ObjectReach, Operation, Verdict};
 use crate::state::StateSource;
 
 /// Mutates control-plane objects with an [`Engine`], reading the shoot context
@@ -25,11 +25,19 @@ impl WebhookMutator {
     }
 
     async fn decide(&self, request: &AdmissionRequest) -> Result<Verdict, Denial> {
-        match mutate_request(&self.engine, self.state.as_ref(), request).await? {
-            Outcome::Mutated(m) if Some(&m.object) != request.object.as_ref() => {
-                Ok(Verdict::Mutated(m.object))
-            }
-            _ => Ok(Verdict::Unchanged),
+        let Outcome::Mutated(m) =
+            mutate_request(&self.engine, self.state.as_ref(), request).await?
+        else {
+            return Ok(Verdict::Unchanged);
+        };
+        let Some(before) = request.object.as_ref() else {
+            return Ok(Verdict::Unchanged);
+        };
+        let patch = crate::patch::diff(before, &m.object);
+        if patch.0.is_empty() {
+            Ok(Verdict::Unchanged)
+        } else {
+            Ok(Verdict::Patched(patch))
         }
     }
 }
@@ -103,5 +111,9 @@ impl Mutator for WebhookMutator {
         request: &'a AdmissionRequest,
     ) -> BoxFuture<'a, Result<Verdict, Denial>> {
         Box::pin(self.decide(request))
+    }
+
+    fn reach(&self) -> &ObjectReach {
+        self.engine.reach()
     }
 }

@@ -157,7 +157,7 @@ async fn handle(
         Ok(bytes) => bytes,
         Err(err) => return (Outcome::Invalid, err.into_response()),
     };
-    let request = match AdmissionRequest::from_review_bytes(&bytes) {
+    let request = match AdmissionRequest::from_review_bytes_within(&bytes, state.mutator.reach()) {
         Ok(request) => request,
         Err(err) => {
             return (
@@ -240,6 +240,10 @@ async fn decide(
     };
     match verdict {
         Ok(Verdict::Unchanged) => (Outcome::Allowed, AdmissionResponse::allow(uid).into()),
+        // A mutator must not answer with an empty patch; if one does, it means unchanged.
+        Ok(Verdict::Patched(patch)) if patch.0.is_empty() => {
+            (Outcome::Allowed, AdmissionResponse::allow(uid).into())
+        }
         Err(denial @ (Denial::BadObject(_) | Denial::Forbidden(_))) => {
             let message = format!("{}: {denial}", identity(request));
             (
@@ -247,18 +251,7 @@ async fn decide(
                 AdmissionResponse::deny(uid, denial.code(), denial.reason(), message).into(),
             )
         }
-        Ok(Verdict::Mutated(after)) => {
-            let Some(before) = request.object.as_ref() else {
-                tracing::error!("the mutator returned an object for a request without one");
-                return internal_error(
-                    request,
-                    "the mutator returned an object for a request without one",
-                );
-            };
-            let patch = crate::patch::diff(before, &after);
-            if patch.0.is_empty() {
-                return (Outcome::Allowed, AdmissionResponse::allow(uid).into());
-            }
+        Ok(Verdict::Patched(patch)) => {
             let ops = patch.0.len();
             match serde_json::to_vec(&patch) {
                 Ok(json) => {

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 /// Decides by the object's name: `patch-me` gets a label, `deny-me` is
 /// forbidden, `bad-object` cannot be decoded, `slow-*` sleeps 700 ms,
-/// `hang` never answers, `panic` panics, `same` returns an equal object, anything else
+/// `hang` never answers, `panic` panics, `same` returns an empty patch, anything else
 /// is unchanged.
 pub struct Scripted;
 
@@ -36,11 +36,11 @@ impl Mutator for Scripted {
             let object = request.object.clone().unwrap_or(Value::Null);
             match request.name.as_str() {
                 "patch-me" => {
-                    let mut after = object;
+                    let mut after = object.clone();
                     after["metadata"]["labels"] = json!({"scion.gardener.cloud/patched": "true"});
-                    Ok(Verdict::Mutated(after))
+                    Ok(Verdict::Patched(scion::patch::diff(&object, &after)))
                 }
-                "same" => Ok(Verdict::Mutated(object)),
+                "same" => Ok(Verdict::Patched(json_patch::Patch(Vec::new()))),
                 "deny-me" => Err(Denial::Forbidden("secret cloudprovider not found".into())),
                 "bad-object" => Err(Denial::BadObject("spec.template is not an object".into())),
                 "hang" => std::future::pending().await,

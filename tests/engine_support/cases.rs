@@ -1,7 +1,6 @@
 //! Builders and assertions shared by the ensurer-case tests of gcp, azure and
 //! alicloud (engine_cases_gcp.rs, engine_cases_azure_alicloud.rs).
 
-use scion::admission::Verdict;
 use scion::state::ShootContext;
 use serde_json::{Value, json};
 
@@ -28,10 +27,9 @@ pub fn secret(labels: Value) -> Value {
 
 pub fn mutate(provider: &str, ctx: ShootContext, objects: &[Value], object: Value) -> Value {
     let m = mutator(provider, snapshot(ctx, objects));
-    match run(&m, &request(object.clone())).unwrap() {
-        Verdict::Unchanged => object,
-        Verdict::Mutated(after) => after,
-    }
+    let req = request(object);
+    let verdict = run(&m, &req).unwrap();
+    super::patch_and_apply(&req, &verdict).1
 }
 
 pub fn vac(provider: &str, version: &str) -> ShootContext {

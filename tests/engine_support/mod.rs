@@ -12,6 +12,7 @@ use scion::state::{Networking, ObjectData, ShootContext, Snapshot, WorkerPool};
 use serde_json::Value;
 
 pub mod cases;
+pub mod fixtures;
 
 pub const NS: &str = "shoot--core--prod";
 
@@ -117,6 +118,17 @@ pub fn run(m: &WebhookMutator, request: &AdmissionRequest) -> Result<Verdict, De
 
 /// An UPDATE request for an object (kind from apiVersion/kind).
 pub fn request(object: Value) -> AdmissionRequest {
+    AdmissionRequest::from_review_bytes(&review_bytes(object)).unwrap()
+}
+
+/// The same request as the server decodes it: the object only within the
+/// mutator's reach.
+pub fn pruned_request(m: &WebhookMutator, object: Value) -> AdmissionRequest {
+    AdmissionRequest::from_review_bytes_within(&review_bytes(object), m.reach()).unwrap()
+}
+
+/// The AdmissionReview JSON of an UPDATE request for an object.
+pub fn review_bytes(object: Value) -> Vec<u8> {
     let api_version = object["apiVersion"].as_str().unwrap_or("apps/v1");
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let review = serde_json::json!({
@@ -131,21 +143,20 @@ pub fn request(object: Value) -> AdmissionRequest {
             "object": object,
         }
     });
-    AdmissionRequest::from_review_bytes(&serde_json::to_vec(&review).unwrap()).unwrap()
+    serde_json::to_vec(&review).unwrap()
 }
 
-/// The patch from the object of `request` to the verdict's object, applied with
-/// json_patch, must give the verdict's object; returns (patch JSON, patched).
+/// The verdict's patch applied to the object of `request` with json_patch;
+/// returns (patch JSON, the object as stored).
 pub fn patch_and_apply(request: &AdmissionRequest, verdict: &Verdict) -> (Value, Value) {
     let before = request.object.clone().unwrap();
     match verdict {
         Verdict::Unchanged => (serde_json::json!([]), before),
-        Verdict::Mutated(after) => {
-            let patch = scion::patch::diff(&before, after);
-            let mut patched = before.clone();
+        Verdict::Patched(patch) => {
+            assert!(!patch.0.is_empty(), "a patch verdict with no operation");
+            let mut patched = before;
             json_patch::patch(&mut patched, &patch.0).unwrap();
-            assert_eq!(&patched, after);
-            (serde_json::to_value(&patch).unwrap(), patched)
+            (serde_json::to_value(patch).unwrap(), patched)
         }
     }
 }

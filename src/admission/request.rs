@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use super::reach::{ObjectReach, ObjectSeed};
+use super::object_reach::{ObjectReach, ObjectSeed};
 use super::review::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
 
 /// Decodes an AdmissionReview `request` with its object cut down to its reach

@@ -5,7 +5,7 @@ use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::reach::ObjectReach;
+use super::object_reach::ObjectReach;
 use super::request::{RequestSeed, ReviewSeed};
 
 /// The two AdmissionReview versions the API server may send.

@@ -1,8 +1,8 @@
 //! Applying one action to a raw object. Only the paths an action names are
 //! read or written; everything else in the object is left as sent.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde_json::{Map, Value};
 
@@ -14,6 +14,8 @@ use super::sidecar::{sidecar_container, wants_workload_identity};
 use crate::checksum::{configmap_checksum, secret_checksum};
 use crate::profile::Action;
 use crate::state::{ObjectData, ObjectKind};
+
+pub use super::context::ApplyContext;
 
 /// The Secrets and ConfigMaps a mutation may read, by kind and name (all in the
 /// object's namespace).
@@ -31,61 +33,22 @@ pub enum ApplyError {
     Missing { kind: ObjectKind, name: String },
 }
 
-/// What an action needs to know besides the object.
-pub struct ApplyContext<'a> {
-    pub namespace: &'a str,
-    pub region: &'a str,
-    pub objects: &'a Objects,
-    pub sidecar_image: Option<&'a str>,
-}
-
-impl ApplyContext<'_> {
-    /// Replace `{{namespace}}` and `{{region}}` (validated at profile load).
-    pub fn render<'s>(&self, s: &'s str) -> Cow<'s, str> {
-        if !s.contains("{{") {
-            return Cow::Borrowed(s);
-        }
-        let mut out = String::with_capacity(s.len());
-        let mut rest = s;
-        while let Some(start) = rest.find("{{") {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + 2..];
-            let Some(end) = after.find("}}") else {
-                break;
-            };
-            match after[..end].trim() {
-                "namespace" => out.push_str(self.namespace),
-                "region" => out.push_str(self.region),
-                other => out.push_str(other),
-            }
-            rest = &after[end + 2..];
-        }
-        out.push_str(rest);
-        Cow::Owned(out)
-    }
-
-    pub fn render_value(&self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => Value::String(self.render(s).into_owned()),
-            Value::Array(items) => {
-                Value::Array(items.iter().map(|i| self.render_value(i)).collect())
-            }
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), self.render_value(v)))
-                    .collect(),
-            ),
-            other => other.clone(),
-        }
-    }
-}
-
 type Res<T> = Result<T, ApplyError>;
 
-fn shape(path: &str, expected: &'static str) -> ApplyError {
+fn shape(path: impl fmt::Display, expected: &'static str) -> ApplyError {
     ApplyError::Shape {
         path: path.to_string(),
         expected,
+    }
+}
+
+/// The path of a container for error messages, formatted only on an error.
+#[derive(Clone, Copy)]
+struct ContainerPath<'a>(&'a str);
+
+impl fmt::Display for ContainerPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "spec.template.spec.containers[{}]", self.0)
     }
 }
 
@@ -103,7 +66,7 @@ fn child_map<'v>(
             map.insert(key.to_string(), Value::Object(Map::new()));
         }
         Some(Value::Object(_)) => {}
-        Some(_) => return Err(shape(&format!("{path}.{key}"), "a map")),
+        Some(_) => return Err(shape(format!("{path}.{key}"), "a map")),
     }
     Ok(map.get_mut(key).and_then(Value::as_object_mut))
 }
@@ -112,7 +75,7 @@ fn child_map<'v>(
 fn child_array<'v>(
     map: &'v mut Map<String, Value>,
     key: &str,
-    path: &str,
+    path: impl fmt::Display,
     create: bool,
 ) -> Res<Option<&'v mut Vec<Value>>> {
     match map.get(key) {
@@ -121,11 +84,11 @@ fn child_array<'v>(
             map.insert(key.to_string(), Value::Array(Vec::new()));
         }
         Some(Value::Array(_)) => {}
-        Some(_) => return Err(shape(&format!("{path}.{key}"), "a list")),
+        Some(_) => return Err(shape(format!("{path}.{key}"), "a list")),
     }
     match map.get_mut(key) {
         Some(Value::Array(a)) => Ok(Some(a)),
-        _ => Err(shape(&format!("{path}.{key}"), "a list")),
+        _ => Err(shape(format!("{path}.{key}"), "a list")),
     }
 }
 
@@ -174,7 +137,7 @@ fn template_meta<'v>(
             meta.insert(key.to_string(), Value::Object(Map::new()));
         }
         Some(Value::Object(_)) => {}
-        Some(_) => return Err(shape(&format!("{path}.{key}"), "a map")),
+        Some(_) => return Err(shape(format!("{path}.{key}"), "a map")),
     }
     Ok(meta.get_mut(key).and_then(Value::as_object_mut))
 }
@@ -191,7 +154,7 @@ fn container<'v>(obj: &'v mut Value, name: &str) -> Res<Option<&'v mut Map<Strin
     for (i, c) in containers.iter_mut().enumerate() {
         let m = c
             .as_object_mut()
-            .ok_or_else(|| shape(&format!("spec.template.spec.containers[{i}]"), "a map"))?;
+            .ok_or_else(|| shape(format!("spec.template.spec.containers[{i}]"), "a map"))?;
         if m.get("name").and_then(Value::as_str) == Some(name) {
             return Ok(Some(m));
         }
@@ -212,7 +175,7 @@ pub fn apply(
     container_name: &str,
     ctx: &ApplyContext<'_>,
 ) -> Res<()> {
-    let cpath = &format!("spec.template.spec.containers[{container_name}]");
+    let cpath = ContainerPath(container_name);
     match action {
         Action::EnsureFlag(f) => {
             if let Some(c) = container(obj, container_name)? {

@@ -6,6 +6,7 @@
 //!   shoot context and the needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
 
 mod apply;
+mod context;
 mod dispatch;
 mod engine;
 mod footprint;

@@ -21,6 +21,10 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
+use classes::equality_classes;
+
+mod classes;
+
 /// The JSONPatch that turns `before` into `after`. Applying it to `before` with
 /// any RFC 6902 implementation yields a value equal to `after`.
 pub fn diff(before: &Value, after: &Value) -> Patch {
@@ -193,37 +197,74 @@ fn align(a: &[Value], b: &[Value]) -> Vec<Step> {
     if n == 0 || m == 0 {
         steps.extend((0..n).map(|x| Step::Delete(prefix + x)));
         steps.extend((0..m).map(|y| Step::Insert(prefix + y)));
-    } else {
-        // lcs[x][y] = LCS length of am[x..] and bm[y..].
-        let width = m + 1;
-        let mut lcs = vec![0u32; (n + 1) * width];
-        for x in (0..n).rev() {
-            for y in (0..m).rev() {
-                lcs[x * width + y] = if am[x] == bm[y] {
-                    lcs[(x + 1) * width + y + 1] + 1
-                } else {
-                    lcs[(x + 1) * width + y].max(lcs[x * width + y + 1])
-                };
-            }
-        }
-        let (mut x, mut y) = (0, 0);
-        while x < n && y < m {
-            if am[x] == bm[y] {
-                steps.push(Step::Keep);
-                x += 1;
-                y += 1;
-            } else if lcs[(x + 1) * width + y] >= lcs[x * width + y + 1] {
-                steps.push(Step::Delete(prefix + x));
-                x += 1;
+    } else if n == 1 || m == 1 {
+        // One element on a side (a container changed in place, a flag
+        // replaced): the common subsequence is at most that element, matched
+        // at its first occurrence on the other side, as the table below finds.
+        // Within a gap the order of deletes and inserts does not matter.
+        let (one, many) = if n == 1 { (&am[0], bm) } else { (&bm[0], am) };
+        let other = |k: usize| {
+            if n == 1 {
+                Step::Insert(prefix + k)
             } else {
-                steps.push(Step::Insert(prefix + y));
-                y += 1;
+                Step::Delete(prefix + k)
+            }
+        };
+        match many.iter().position(|v| v == one) {
+            Some(at) => {
+                steps.extend((0..at).map(other));
+                steps.push(Step::Keep);
+                steps.extend((at + 1..many.len()).map(other));
+            }
+            None => {
+                steps.extend((0..n).map(|x| Step::Delete(prefix + x)));
+                steps.extend((0..m).map(|y| Step::Insert(prefix + y)));
             }
         }
-        steps.extend((x..n).map(|x| Step::Delete(prefix + x)));
-        steps.extend((y..m).map(|y| Step::Insert(prefix + y)));
+    } else {
+        steps.extend(align_by_table(am, bm, prefix));
     }
     steps.extend(std::iter::repeat_n(Step::Keep, suffix));
+    steps
+}
+
+/// The LCS alignment of two non-empty arrays by the dynamic programme; indices
+/// are offset by `prefix`.
+fn align_by_table(am: &[Value], bm: &[Value], prefix: usize) -> Vec<Step> {
+    let (n, m) = (am.len(), bm.len());
+    let mut steps = Vec::with_capacity(n + m);
+    // The table compares every element of one side with every element of
+    // the other: compare small integers standing for equal values instead
+    // of the values themselves.
+    let (ai, bi) = equality_classes(am, bm);
+    // lcs[x][y] = LCS length of am[x..] and bm[y..].
+    let width = m + 1;
+    let mut lcs = vec![0u32; (n + 1) * width];
+    for x in (0..n).rev() {
+        for y in (0..m).rev() {
+            lcs[x * width + y] = if ai[x] == bi[y] {
+                lcs[(x + 1) * width + y + 1] + 1
+            } else {
+                lcs[(x + 1) * width + y].max(lcs[x * width + y + 1])
+            };
+        }
+    }
+    let (mut x, mut y) = (0, 0);
+    while x < n && y < m {
+        if ai[x] == bi[y] {
+            steps.push(Step::Keep);
+            x += 1;
+            y += 1;
+        } else if lcs[(x + 1) * width + y] >= lcs[x * width + y + 1] {
+            steps.push(Step::Delete(prefix + x));
+            x += 1;
+        } else {
+            steps.push(Step::Insert(prefix + y));
+            y += 1;
+        }
+    }
+    steps.extend((x..n).map(|x| Step::Delete(prefix + x)));
+    steps.extend((y..m).map(|y| Step::Insert(prefix + y)));
     steps
 }
 
@@ -321,6 +362,29 @@ mod tests {
             ops(&json!({"a": [1]}), &json!({"a": {"x": 1}})),
             json!([{"op": "replace", "path": "/a", "value": {"x": 1}}])
         );
+    }
+
+    #[test]
+    fn a_side_of_one_element_aligns_as_the_table_does() {
+        let pool = [json!("a"), json!("b"), json!({"name": "c"}), json!(1)];
+        let mut seed = 7u64;
+        for _ in 0..3000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let pick = |k: u64| pool[(k % 4) as usize].clone();
+            let one = vec![pick(seed >> 7)];
+            let many: Vec<Value> = (0..(seed >> 20) % 6 + 1)
+                .map(|i| pick(seed >> (24 + 3 * i)))
+                .collect();
+            for (a, b) in [(&one, &many), (&many, &one)] {
+                // Only arrays that share no prefix or suffix reach the middle.
+                if a[0] == b[0] || a[a.len() - 1] == b[b.len() - 1] {
+                    continue;
+                }
+                assert_eq!(align(a, b), align_by_table(a, b, 0), "{a:?} {b:?}");
+            }
+        }
     }
 
     /// A small deterministic generator of arrays, to check the round-trip

@@ -102,6 +102,11 @@ fn bench(c: &mut Criterion) {
     c.bench_function("kcm_admission_review_end_to_end", |b| {
         b.iter(|| handle(&mutator, std::hint::black_box(review)))
     });
+    // The fixture as recorded (pretty-printed, 18 KB), as earlier figures in
+    // the README were measured.
+    c.bench_function("kcm_admission_review_pretty_input", |b| {
+        b.iter(|| handle(&mutator, std::hint::black_box(RECORDED)))
+    });
     // The parts, to see where the time goes. The first is the floor: parsing
     // the body into a serde_json::Value and nothing else.
     c.bench_function("part_floor_json_value_parse", |b| {

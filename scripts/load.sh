@@ -14,7 +14,9 @@
 #
 # Environment: REVIEW (default examples/reviews/aws-kube-controller-manager.json),
 # PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2), CONNS, DURATION,
-# RATE, SOAK_MINUTES, THREADS (load-generator threads, default 2).
+# RATE, SOAK_MINUTES, THREADS (load-generator threads, default 2), COMPACT
+# (default 1: the review is sent as compact JSON, as an API server sends it
+# (10 KB); 0 sends the file as is, pretty-printed, 18 KB).
 #
 # The load generator is wrk (Debian package `wrk`, installed with apt-get if
 # missing). Fixed-rate mode paces each connection with wrk's `delay()` hook.
@@ -129,9 +131,19 @@ function done(summary, latency, requests)
 end
 LUA
 
+# The body on the wire: compact JSON with the field order kept.
+body="$work/review.json"
+if [[ "${COMPACT:-1}" == 1 ]]; then
+  python3 -c 'import json,sys; json.dump(json.load(sys.stdin), sys.stdout, separators=(",", ":"))' \
+    <"$review" >"$body"
+else
+  cp "$review" "$body"
+fi
+log "review body: $(wc -c <"$body") bytes"
+
 # run_wrk SECONDS CONNS PACE_MS
 run_wrk() {
-  BODY="$review" PACE_MS="$3" wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
+  BODY="$body" PACE_MS="$3" wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
     -s "$work/post.lua" "$url" | grep '^RESULT'
 }
 

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 /// hundred small JSON nodes, and with glibc's allocator that was a quarter of
 /// the CPU time (see the README's performance section). The bench
 /// (benches/mutate.rs) uses the same allocator, so its figures are this binary's.
+/// `.cargo/config.toml` builds it to commit memory on demand.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -88,18 +88,26 @@ impl TestServer {
         cert_dir: tempfile::TempDir,
         adjust: impl FnOnce(&mut ServerConfig),
     ) -> TestServer {
+        Self::start_serving(cert_dir, adjust, Arc::new(Scripted)).await
+    }
+
+    /// A server answering with `mutator`.
+    pub async fn start_mutator(mutator: Arc<dyn Mutator>) -> TestServer {
+        Self::start_serving(tempfile::tempdir().unwrap(), |_| {}, mutator).await
+    }
+
+    async fn start_serving(
+        cert_dir: tempfile::TempDir,
+        adjust: impl FnOnce(&mut ServerConfig),
+        mutator: Arc<dyn Mutator>,
+    ) -> TestServer {
         let mut config = test_config(cert_dir.path());
         adjust(&mut config);
         let metrics = Metrics::new();
         let readiness = Readiness::new();
-        let server = Server::bind(
-            config,
-            Arc::new(Scripted),
-            readiness.clone(),
-            metrics.clone(),
-        )
-        .await
-        .expect("server binds");
+        let server = Server::bind(config, mutator, readiness.clone(), metrics.clone())
+            .await
+            .expect("server binds");
         let addrs = server.local_addrs();
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(server.serve(async {

@@ -14,12 +14,16 @@
 #
 # Environment: REVIEW (default examples/reviews/aws-kube-controller-manager.json),
 # PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2), CONNS, DURATION,
-# RATE, SOAK_MINUTES, THREADS (load-generator threads, default 2), COMPACT
+# RATE, SOAK_MINUTES, THREADS (load-generator threads, default 2), PACING, COMPACT
 # (default 1: the review is sent as compact JSON, as an API server sends it
 # (10 KB); 0 sends the file as is, pretty-printed, 18 KB).
 #
 # The load generator is wrk (Debian package `wrk`, installed with apt-get if
-# missing). Fixed-rate mode paces each connection with wrk's `delay()` hook.
+# missing). Fixed-rate mode paces each connection with wrk's `delay()` hook: by
+# default a pause drawn uniformly from [pace/2, 3*pace/2] (same mean rate), so
+# that requests arrive spread out as from independent API servers; with
+# PACING=lockstep every connection waits exactly `pace`, and the connections,
+# all started together, keep firing in bursts of 50 at once.
 # Everything is bounded: each wrk run has a duration, the server is killed on
 # exit, and only 127.0.0.1 is used.
 set -euo pipefail
@@ -110,10 +114,16 @@ wrk.body = body
 wrk.headers["Content-Type"] = "application/json"
 
 function setup(thread) table.insert(threads, thread) end
-function init(args) bad = 0 end
+local jitter = os.getenv("PACING") ~= "lockstep"
 if pace > 0 then
-  function delay() return pace end
+  -- Uniform in [pace/2, 3*pace/2]: the same mean rate, but the connections
+  -- drift apart instead of firing in step (see PACING in the header).
+  function delay()
+    if jitter then return pace * (0.5 + math.random()) end
+    return pace
+  end
 end
+function init(args) bad = 0; math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16)) end
 function response(status, headers, resp)
   if status ~= 200 or not string.find(resp, '"allowed":true', 1, true) then
     bad = bad + 1

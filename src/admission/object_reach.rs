@@ -148,6 +148,8 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
                 if out.contains_key("metadata") {
                     return Err(de::Error::duplicate_field("metadata"));
                 }
+                // A reach that leaves out `metadata` still gets it whole:
+                // dispatch needs the name.
                 let reach = self.reach.any.key("metadata").unwrap_or(&WHOLE);
                 let metadata = map.next_value_seed(Within(reach))?;
                 let name = metadata.get("name").and_then(Value::as_str);
@@ -168,5 +170,75 @@ impl<'de> Visitor<'de> for ObjectSeed<'_> {
             }
         }
         Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment() -> GroupVersionKind {
+        GroupVersionKind {
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+        }
+    }
+
+    fn decoded(reach: &ObjectReach, kind: Option<&GroupVersionKind>, text: &str) -> Value {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let value = ObjectSeed { reach, kind }.deserialize(&mut de).unwrap();
+        de.end().unwrap();
+        value
+    }
+
+    #[test]
+    fn the_reach_follows_kind_and_name_and_is_the_union_before() {
+        let common = Reach::keys([("metadata", Reach::keys([("name", Reach::All)]))]);
+        let reach = ObjectReach::new(
+            common,
+            [
+                (
+                    ("apps", "v1", "Deployment", "a"),
+                    Reach::keys([("x", Reach::All)]),
+                ),
+                (
+                    ("apps", "v1", "Deployment", "b"),
+                    Reach::keys([("y", Reach::All)]),
+                ),
+            ],
+        );
+        let kind = deployment();
+        let a = r#"{"metadata":{"name":"a","uid":"1"},"x":1,"y":2,"z":3}"#;
+        assert_eq!(
+            decoded(&reach, Some(&kind), a),
+            json!({"metadata": {"name": "a"}, "x": 1})
+        );
+        // Fields before metadata, or no kind yet: the union of a and b.
+        let late = r#"{"x":1,"y":2,"z":3,"metadata":{"name":"a"}}"#;
+        assert_eq!(
+            decoded(&reach, Some(&kind), late),
+            json!({"metadata": {"name": "a"}, "x": 1, "y": 2})
+        );
+        assert_eq!(
+            decoded(&reach, None, a),
+            json!({"metadata": {"name": "a"}, "x": 1, "y": 2})
+        );
+        // Not a target: metadata only.
+        let other = r#"{"metadata":{"name":"c"},"x":1}"#;
+        assert_eq!(
+            decoded(&reach, Some(&kind), other),
+            json!({"metadata": {"name": "c"}})
+        );
+    }
+
+    #[test]
+    fn a_target_reached_whole_keeps_every_field() {
+        let common = Reach::keys([("metadata", Reach::keys([("name", Reach::All)]))]);
+        let reach = ObjectReach::new(common, [(("apps", "v1", "Deployment", "a"), Reach::All)]);
+        let text = r#"{"metadata":{"name":"a","uid":"1"},"x":{"deep":[1]}}"#;
+        let whole: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(decoded(&reach, Some(&deployment()), text), whole);
     }
 }

@@ -45,11 +45,14 @@ impl Reach {
         Reach::Keys(keys.into_iter().map(|(k, r)| (k.into(), r)).collect())
     }
 
-    /// The reach of a map key, if the key is reached.
+    /// The reach of a map key, if the key is reached: every key of a map
+    /// reached whole is reached whole; an array reach reaches no key.
     pub(super) fn key(&self, key: &str) -> Option<&Reach> {
+        static WHOLE: Reach = Reach::All;
         match self {
             Reach::Keys(keys) => keys.iter().find(|(k, _)| k == key).map(|(_, r)| r),
-            Reach::All | Reach::Each(_) => None,
+            Reach::All => Some(&WHOLE),
+            Reach::Each(_) => None,
         }
     }
 

@@ -6,7 +6,7 @@
 
 mod engine_support;
 
-use engine_support::fixtures::{fixtures, mutator_for};
+use engine_support::fixtures::{fixture, fixtures, mutator_for};
 use scion::admission::Verdict;
 use serde_json::Value;
 
@@ -100,10 +100,7 @@ fn unknown_fields_survive_and_are_never_in_the_patch() {
 
 #[test]
 fn leftovers_are_removed_with_single_ops_in_place() {
-    let f = fixtures()
-        .into_iter()
-        .find(|f| f.name == "aws-1.31-legacy-ipv4-kube-controller-manager")
-        .unwrap();
+    let f = fixture("aws-1.31-legacy-ipv4-kube-controller-manager");
     let verdict = engine_support::run(&mutator_for(&f), &f.request).unwrap();
     let (patch, _) = engine_support::patch_and_apply(&f.request, &verdict);
     let ops: Vec<(String, String)> = patch

@@ -6,7 +6,7 @@
 
 mod engine_support;
 
-use engine_support::fixtures::{Fixture, fixtures, mutator_for};
+use engine_support::fixtures::{Fixture, fixture, fixtures, mutator_for};
 use scion::admission::{AdmissionRequest, Mutator, Verdict};
 use scion::mutation::WebhookMutator;
 use serde_json::Value;
@@ -92,10 +92,7 @@ fn decoding_only_the_reach_gives_the_same_answer_in_any_field_order() {
 
 #[test]
 fn the_decoded_object_leaves_out_what_no_rule_reads() {
-    let f = fixtures()
-        .into_iter()
-        .find(|f| f.name == "aws-1.33-vac-ipv4-kube-controller-manager")
-        .unwrap();
+    let f = fixture("aws-1.33-vac-ipv4-kube-controller-manager");
     let m = mutator_for(&f);
     let pruned = AdmissionRequest::from_review_bytes_within(&f.body, m.reach()).unwrap();
     let object = pruned.object.unwrap();
@@ -120,10 +117,7 @@ fn the_decoded_object_leaves_out_what_no_rule_reads() {
 fn a_second_metadata_field_falls_back_to_the_whole_object() {
     // The JSON decoder keeps the last of duplicate fields; the reach was chosen
     // by the first. scion must decode such an object exactly as a whole one.
-    let f = fixtures()
-        .into_iter()
-        .find(|f| f.name == "aws-1.33-vac-ipv4-kube-controller-manager")
-        .unwrap();
+    let f = fixture("aws-1.33-vac-ipv4-kube-controller-manager");
     let m = mutator_for(&f);
     let object = f.request.object.clone().unwrap();
     let mut mcm_metadata = object["metadata"].clone();

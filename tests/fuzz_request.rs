@@ -41,31 +41,11 @@ fn seeds() -> &'static [Seed] {
 
 fn load_seeds() -> Vec<Seed> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = root.join("tests/fixtures/admission");
-    let mut names: Vec<String> = fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".review.json").map(str::to_string)
-        })
-        .collect();
-    names.sort();
-    assert!(names.len() >= 10, "fixtures missing");
-    let mut seeds: Vec<Seed> = names
-        .iter()
-        .map(|name| {
-            let body = fs::read(dir.join(format!("{name}.review.json"))).unwrap();
-            let context: Value = serde_json::from_slice(
-                &fs::read(dir.join(format!("{name}.context.json"))).unwrap(),
-            )
-            .unwrap();
-            let objects = context["objects"].as_array().unwrap().clone();
-            let snap =
-                engine_support::snapshot(engine_support::shoot_from_context(&context), &objects);
-            Seed {
-                body,
-                mutator: engine_support::mutator(context["provider"].as_str().unwrap(), snap),
-            }
+    let mut seeds: Vec<Seed> = engine_support::fixtures::fixtures()
+        .into_iter()
+        .map(|f| Seed {
+            mutator: engine_support::fixtures::mutator_for(&f),
+            body: f.body,
         })
         .collect();
     // The example review, answered from its recorded fixture's mutator but with

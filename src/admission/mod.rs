@@ -6,15 +6,13 @@
 //! the response `patch` must be the base64 string the API documents (kube-core
 //! serialises it as a number array, kube-rs#1781).
 
-#[macro_use]
-pub mod reach;
 mod object_reach;
+pub mod reach;
 mod request;
 mod review;
 
-pub use object_reach::{ObjectReach, ObjectSeed};
+pub use object_reach::ObjectReach;
 pub use reach::Reach;
-pub use request::RequestSeed;
 pub use review::{
     AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation, ReviewError, ReviewVersion,
     Status,

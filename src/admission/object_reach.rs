@@ -6,9 +6,9 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::value::SeqAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
-use super::reach::{Reach, Within};
+use super::reach::{Reach, Within, scalar_values};
 use super::review::GroupVersionKind;
 
 static WHOLE: Reach = Reach::All;
@@ -116,7 +116,7 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        if self.reach.any == Reach::All {
+        if matches!(self.reach.any, Reach::All) {
             return Value::deserialize(deserializer);
         }
         deserializer.deserialize_any(self)

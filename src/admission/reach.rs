@@ -23,7 +23,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 /// The part of a JSON value that is decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,49 +99,44 @@ impl Reach {
 }
 
 /// The scalar methods of a visitor building a [`Value`], as serde_json's own.
+/// Shared by the pruning decoders here and in `state::prune`.
 macro_rules! scalar_values {
     () => {
-        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-            Ok(Value::Bool(v))
+        fn visit_bool<E>(self, v: bool) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::Bool(v))
         }
 
-        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-            Ok(Value::Number(v.into()))
+        fn visit_i64<E>(self, v: i64) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::Number(v.into()))
         }
 
-        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-            Ok(Value::Number(v.into()))
+        fn visit_u64<E>(self, v: u64) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::Number(v.into()))
         }
 
-        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-            Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+        fn visit_f64<E>(self, v: f64) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Number::from_f64(v)
+                .map_or(::serde_json::Value::Null, ::serde_json::Value::Number))
         }
 
-        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-            Ok(Value::String(v.to_owned()))
+        fn visit_str<E>(self, v: &str) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::String(v.to_owned()))
         }
 
-        fn visit_string<E>(self, v: String) -> Result<Value, E> {
-            Ok(Value::String(v))
+        fn visit_string<E>(self, v: String) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::String(v))
         }
 
-        fn visit_unit<E>(self) -> Result<Value, E> {
-            Ok(Value::Null)
+        fn visit_unit<E>(self) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::Null)
         }
 
-        fn visit_none<E>(self) -> Result<Value, E> {
-            Ok(Value::Null)
+        fn visit_none<E>(self) -> Result<::serde_json::Value, E> {
+            Ok(::serde_json::Value::Null)
         }
     };
 }
-
-/// Decode the reached part of one JSON value.
-pub fn decode<'de, D: Deserializer<'de>>(
-    reach: &Reach,
-    deserializer: D,
-) -> Result<Value, D::Error> {
-    Within(reach).deserialize(deserializer)
-}
+pub(crate) use scalar_values;
 
 /// A [`DeserializeSeed`] decoding a value within a reach.
 #[derive(Clone, Copy)]
@@ -234,7 +229,7 @@ mod tests {
 
     fn decoded(reach: &Reach, text: &str) -> Value {
         let mut de = serde_json::Deserializer::from_str(text);
-        let value = decode(reach, &mut de).unwrap();
+        let value = Within(reach).deserialize(&mut de).unwrap();
         de.end().unwrap();
         value
     }
@@ -296,7 +291,7 @@ mod tests {
     #[test]
     fn skipped_text_is_still_checked() {
         let mut de = serde_json::Deserializer::from_str(r#"{"status":{"a":tru}}"#);
-        assert!(decode(&pod_reach(), &mut de).is_err());
+        assert!(Within(&pod_reach()).deserialize(&mut de).is_err());
     }
 
     #[test]

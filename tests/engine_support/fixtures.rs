@@ -47,6 +47,14 @@ pub fn fixtures() -> Vec<Fixture> {
         .collect()
 }
 
+/// The recorded review of that name.
+pub fn fixture(name: &str) -> Fixture {
+    fixtures()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no fixture {name}"))
+}
+
 pub fn mutator_for(f: &Fixture) -> scion::mutation::WebhookMutator {
     let objects: Vec<Value> = f.context["objects"].as_array().unwrap().clone();
     let snap = super::snapshot(super::shoot_from_context(&f.context), &objects);

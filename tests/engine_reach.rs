@@ -2,7 +2,9 @@
 //! (src/admission/reach.rs, src/mutation/footprint.rs). Over every recorded
 //! review, in every field order an API server could send, the answer must be
 //! byte for byte the one computed on the whole object; and the decoded tree
-//! must really leave out what no rule reads.
+//! must really leave out what no rule reads. And the patch, computed on the
+//! places the rules changed only (src/mutation/draft.rs), must be the diff of
+//! the whole objects.
 
 mod engine_support;
 
@@ -142,4 +144,37 @@ fn a_second_metadata_field_falls_back_to_the_whole_object() {
     let whole = AdmissionRequest::from_review_bytes(&body).unwrap();
     let pruned = AdmissionRequest::from_review_bytes_within(&body, m.reach()).unwrap();
     assert_eq!(answer(&m, &pruned), answer(&m, &whole));
+}
+
+#[test]
+fn the_patch_of_the_changed_places_is_the_diff_of_the_whole_objects() {
+    let mut failures = Vec::new();
+    let mut patched = 0;
+    for f in fixtures() {
+        let m = mutator_for(&f);
+        for (what, object) in [
+            ("as sent", f.request.object.clone().unwrap()),
+            ("mutated", f.expected.clone()),
+        ] {
+            let request = AdmissionRequest {
+                object: Some(object),
+                ..f.request.clone()
+            };
+            let Some((draft, whole)) = engine_support::draft_patch_and_whole_diff(&m, &request)
+            else {
+                continue;
+            };
+            patched += usize::from(!draft.0.is_empty());
+            if draft != whole {
+                failures.push(format!(
+                    "{} ({what}):\n  places {}\n  whole  {}",
+                    f.name,
+                    serde_json::to_string(&draft).unwrap(),
+                    serde_json::to_string(&whole).unwrap()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(patched >= 40, "only {patched} reviews were patched");
 }

@@ -202,8 +202,9 @@ fn explain_trace_says_which_rules_matched_and_why() {
         "aws.provider.extensions.gardener.cloud/enable-volume-attributes-class".into(),
         "true".into(),
     );
+    let object = kcm();
     let m = engine
-        .mutate(target, &kcm(), &ctx, &Default::default())
+        .mutate(target, &object, &ctx, &Default::default())
         .unwrap();
     assert_eq!(m.matched, ["scheduler-volume-attributes-class"]);
     let trace = engine.explain(target, &ctx);

@@ -347,6 +347,13 @@ fn stored(m: &WebhookMutator, object: &Value) -> Result<(Value, Vec<u8>), TestCa
         Ok(&verdict),
         "the reach changed the answer"
     );
+    if let Some((draft, whole)) = engine_support::draft_patch_and_whole_diff(m, &req) {
+        prop_assert_eq!(
+            draft,
+            whole,
+            "the patch of the changed places is not the whole diff"
+        );
+    }
     let (patch, patched) = patch_and_apply(&req, &verdict);
     Ok((patched, serde_json::to_vec(&patch).unwrap()))
 }

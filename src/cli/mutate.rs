@@ -83,7 +83,7 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
             if args.explain {
                 explain(&engine, state.as_ref(), &request)?;
             }
-            m.object
+            m.object()
         }
     };
     let printed = match args.output {

@@ -6,10 +6,12 @@
 
 use std::sync::Arc;
 
+use json_patch::Patch;
 use serde_json::Value;
 
 use super::apply::{ApplyContext, ApplyError, Objects, apply};
 use super::dispatch::Target;
+use super::draft::Draft;
 use super::footprint::footprint;
 use crate::admission::{Denial, ObjectReach};
 use crate::profile::{Action, Profile};
@@ -33,12 +35,27 @@ pub struct RuleTrace {
     pub reason: String,
 }
 
-/// The result of a mutation.
+/// The result of a mutation: the object as sent, borrowed, with the places
+/// the rules changed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Mutation {
-    pub object: Value,
+pub struct Mutation<'a> {
+    draft: Draft<'a>,
     /// Names of the rules that applied, in order.
     pub matched: Vec<String>,
+}
+
+impl Mutation<'_> {
+    /// The mutated object.
+    pub fn object(&self) -> Value {
+        self.draft.to_object()
+    }
+
+    /// The minimal JSONPatch from the object as sent to the mutated one: the
+    /// same as `crate::patch::diff(object, &self.object())`, computed on the
+    /// changed places only. Empty when the rules changed nothing.
+    pub fn patch(&self) -> Patch {
+        self.draft.patch()
+    }
 }
 
 impl Engine {
@@ -89,19 +106,20 @@ impl Engine {
         out
     }
 
-    /// Apply the matching rules, in profile order, to a copy of `object`.
+    /// Apply the matching rules, in profile order, to a draft of `object`.
     /// `objects` must hold what [`Engine::needs`] listed; a missing one is a
     /// `Forbidden` denial naming it, a malformed object a `BadObject`.
-    pub fn mutate(
+    pub fn mutate<'a>(
         &self,
         target: &Target,
-        object: &Value,
+        object: &'a Value,
         shoot: &ShootContext,
         objects: &Objects,
-    ) -> Result<Mutation, Denial> {
+    ) -> Result<Mutation<'a>, Denial> {
         check_shape(target, object)?;
         let namespace = object
-            .pointer("/metadata/namespace")
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .unwrap_or(&shoot.cluster_name);
         let ctx = ApplyContext {
@@ -110,7 +128,7 @@ impl Engine {
             objects,
             sidecar_image: self.sidecar_image.as_deref(),
         };
-        let mut out = object.clone();
+        let mut draft = Draft::new(object);
         let mut matched = Vec::new();
         for rule in self.profile.rules(target.component) {
             if !rule.when.as_ref().is_none_or(|c| c.eval(shoot)) {
@@ -123,7 +141,7 @@ impl Engine {
                 .or(target.container)
                 .unwrap_or(target.component);
             for action in &rule.actions {
-                apply(&mut out, action, container, &ctx).map_err(|e| match e {
+                apply(&mut draft, action, container, &ctx).map_err(|e| match e {
                     ApplyError::Shape { path, expected } => Denial::BadObject(format!(
                         "{} {namespace}/{}: field {path} must be {expected} (rule \"{}\")",
                         target.kind, target.name, rule.name
@@ -135,10 +153,7 @@ impl Engine {
                 })?;
             }
         }
-        Ok(Mutation {
-            object: out,
-            matched,
-        })
+        Ok(Mutation { draft, matched })
     }
 
     /// Every rule of the component with whether it applies to this shoot and
@@ -185,7 +200,10 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
             _ => Err(bad("field spec must be a map".into())),
         };
     }
-    let Some(containers) = object.pointer("/spec/template/spec/containers") else {
+    let containers = ["spec", "template", "spec", "containers"]
+        .iter()
+        .try_fold(object, |node, key| node.get(key));
+    let Some(containers) = containers else {
         return Ok(());
     };
     let containers = containers

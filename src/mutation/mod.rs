@@ -8,8 +8,10 @@
 mod apply;
 mod context;
 mod dispatch;
+mod draft;
 mod engine;
 mod footprint;
+mod place;
 pub mod primitives;
 mod sidecar;
 mod webhook;

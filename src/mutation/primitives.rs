@@ -1,42 +1,60 @@
 //! Gardener's webhook helpers (`extensions/pkg/webhook/utils.go`) over JSON
 //! arrays, with the exact semantics of the Go originals. Non-string elements of
 //! a flag list are never matched and never moved.
+//!
+//! Each helper takes the list as a [`Cow`] and writes to it (`to_mut`) only
+//! when it changes something, so a list a rule leaves as it is never gets
+//! copied (see [`super::draft`]).
+
+use std::borrow::Cow;
 
 use serde_json::Value;
+
+/// A list a helper may change; borrowed until the first write.
+pub type List<'l> = Cow<'l, [Value]>;
 
 fn has_prefix(v: &Value, prefix: &str) -> bool {
     v.as_str().is_some_and(|s| s.starts_with(prefix))
 }
 
+/// `s` is `prefix` followed by `value`.
+fn is_flag(s: &str, prefix: &str, value: &str) -> bool {
+    s.strip_prefix(prefix) == Some(value)
+}
+
 /// `EnsureStringWithPrefix`: replace every element starting with `prefix` by
 /// `prefix + value` in place; if there is none, append it.
-pub fn ensure_flag(list: &mut Vec<Value>, prefix: &str, value: &str) {
-    let wanted = format!("{prefix}{value}");
+pub fn ensure_flag(list: &mut List<'_>, prefix: &str, value: &str) {
     let mut found = false;
-    for item in list.iter_mut().filter(|v| has_prefix(v, prefix)) {
+    for i in 0..list.len() {
+        let Some(s) = list[i].as_str().filter(|s| s.starts_with(prefix)) else {
+            continue;
+        };
         found = true;
-        if item.as_str() != Some(wanted.as_str()) {
-            *item = Value::String(wanted.clone());
+        if !is_flag(s, prefix, value) {
+            list.to_mut()[i] = Value::String(format!("{prefix}{value}"));
         }
     }
     if !found {
-        list.push(Value::String(wanted));
+        list.to_mut()
+            .push(Value::String(format!("{prefix}{value}")));
     }
 }
 
 /// `EnsureNoStringWithPrefix`: remove every element starting with `prefix`.
-pub fn remove_flag(list: &mut Vec<Value>, prefix: &str) {
-    list.retain(|v| !has_prefix(v, prefix));
+pub fn remove_flag(list: &mut List<'_>, prefix: &str) {
+    if list.iter().any(|v| has_prefix(v, prefix)) {
+        list.to_mut().retain(|v| !has_prefix(v, prefix));
+    }
 }
 
 /// `EnsureNoStringWithPrefix(remove)` then `EnsureStringWithPrefix(flag, value)`,
 /// except that a list whose only element starting with `remove` already equals
 /// `flag+value` is left alone (a fixed point instead of moving it to the end).
-pub fn replace_flag(list: &mut Vec<Value>, remove: &str, flag: &str, value: &str) {
-    let wanted = format!("{flag}{value}");
+pub fn replace_flag(list: &mut List<'_>, remove: &str, flag: &str, value: &str) {
     let mut matches = list.iter().filter(|v| has_prefix(v, remove));
     if let (Some(only), None) = (matches.next(), matches.next())
-        && only.as_str() == Some(wanted.as_str())
+        && only.as_str().is_some_and(|s| is_flag(s, flag, value))
     {
         return;
     }
@@ -47,37 +65,39 @@ pub fn replace_flag(list: &mut Vec<Value>, remove: &str, flag: &str, value: &str
 /// `EnsureStringWithPrefixContains`: if no element starts with `prefix`, append
 /// `prefix + item`; otherwise append `item` to the `sep`-list of every such
 /// element that lacks it as an exact member.
-pub fn ensure_list_item(list: &mut Vec<Value>, prefix: &str, item: &str, sep: &str) {
+pub fn ensure_list_item(list: &mut List<'_>, prefix: &str, item: &str, sep: &str) {
     let mut found = false;
-    for v in list.iter_mut() {
-        let Some(s) = v.as_str() else { continue };
+    for i in 0..list.len() {
+        let Some(s) = list[i].as_str() else { continue };
         let Some(rest) = s.strip_prefix(prefix) else {
             continue;
         };
         found = true;
         if !rest.split(sep).any(|member| member == item) {
             // Go splits "" into [""] and joins [""] + item with sep: "--x=" gains ",item".
-            *v = Value::String(format!("{s}{sep}{item}"));
+            let joined = format!("{s}{sep}{item}");
+            list.to_mut()[i] = Value::String(joined);
         }
     }
     if !found {
-        list.push(Value::String(format!("{prefix}{item}")));
+        list.to_mut().push(Value::String(format!("{prefix}{item}")));
     }
 }
 
 /// `EnsureNoStringWithPrefixContains`: remove the first exact occurrence of
 /// `item` from the `sep`-list of every element starting with `prefix`. The
 /// element stays even when its list becomes empty.
-pub fn remove_list_item(list: &mut [Value], prefix: &str, item: &str, sep: &str) {
-    for v in list.iter_mut() {
-        let Some(s) = v.as_str() else { continue };
+pub fn remove_list_item(list: &mut List<'_>, prefix: &str, item: &str, sep: &str) {
+    for i in 0..list.len() {
+        let Some(s) = list[i].as_str() else { continue };
         let Some(rest) = s.strip_prefix(prefix) else {
             continue;
         };
         let mut members: Vec<&str> = rest.split(sep).collect();
         if let Some(pos) = members.iter().position(|m| *m == item) {
             members.remove(pos);
-            *v = Value::String(format!("{prefix}{}", members.join(sep)));
+            let joined = format!("{prefix}{}", members.join(sep));
+            list.to_mut()[i] = Value::String(joined);
         }
     }
 }
@@ -88,24 +108,23 @@ fn key_is(v: &Value, key: &str, name: &str) -> bool {
 
 /// `EnsureEnvVarWithName` and friends: replace the first item whose `key`
 /// equals the new item's, whole and in place; otherwise append.
-pub fn ensure_named(list: &mut Vec<Value>, key: &str, item: Value) {
-    let name = item.get(key).and_then(Value::as_str).map(str::to_string);
-    let first = name
-        .as_deref()
-        .and_then(|name| list.iter_mut().find(|v| key_is(v, key, name)));
+pub fn ensure_named(list: &mut List<'_>, key: &str, item: Value) {
+    let first = match item.get(key).and_then(Value::as_str) {
+        Some(name) => list.iter().position(|v| key_is(v, key, name)),
+        None => None,
+    };
     match first {
-        Some(existing) => {
-            if *existing != item {
-                *existing = item;
-            }
-        }
-        None => list.push(item),
+        Some(i) if list[i] == item => {}
+        Some(i) => list.to_mut()[i] = item,
+        None => list.to_mut().push(item),
     }
 }
 
 /// `EnsureNoEnvVarWithName` and friends: remove every item whose `key` is `name`.
-pub fn remove_named(list: &mut Vec<Value>, key: &str, name: &str) {
-    list.retain(|v| !key_is(v, key, name));
+pub fn remove_named(list: &mut List<'_>, key: &str, name: &str) {
+    if list.iter().any(|v| key_is(v, key, name)) {
+        list.to_mut().retain(|v| !key_is(v, key, name));
+    }
 }
 
 #[cfg(test)]
@@ -113,8 +132,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn list(v: Value) -> Vec<Value> {
-        v.as_array().unwrap().clone()
+    fn list(v: Value) -> List<'static> {
+        Cow::Owned(v.as_array().unwrap().clone())
     }
 
     #[test]
@@ -167,7 +186,7 @@ mod tests {
             "false",
         );
         assert_eq!(l, list(json!(["a", "b", "--allocate-node-cidrs=false"])));
-        l.push(json!("--feature-gates=X=true"));
+        l.to_mut().push(json!("--feature-gates=X=true"));
         let before = l.clone();
         replace_flag(
             &mut l,
@@ -248,5 +267,26 @@ mod tests {
         assert_eq!(l.len(), 4);
         remove_named(&mut l, "name", "A");
         assert_eq!(l, list(json!([{"name": "B"}, {"name": "C"}])));
+    }
+
+    #[test]
+    fn a_list_left_as_it_is_is_not_copied() {
+        let items = [
+            json!("--cloud-provider=external"),
+            json!("--feature-gates=A=true"),
+            json!({"name": "A"}),
+        ];
+        let mut l: List = Cow::Borrowed(&items);
+        ensure_flag(&mut l, "--cloud-provider=", "external");
+        remove_flag(&mut l, "--cloud-config=");
+        replace_flag(&mut l, "--cloud-provider", "--cloud-provider=", "external");
+        ensure_list_item(&mut l, "--feature-gates=", "A=true", ",");
+        remove_list_item(&mut l, "--feature-gates=", "B=true", ",");
+        ensure_named(&mut l, "name", json!({"name": "A"}));
+        remove_named(&mut l, "name", "B");
+        assert!(matches!(l, Cow::Borrowed(_)), "{l:?}");
+        ensure_flag(&mut l, "--cloud-provider=", "aws");
+        assert!(matches!(l, Cow::Owned(_)));
+        assert_eq!(l[0], json!("--cloud-provider=aws"));
     }
 }

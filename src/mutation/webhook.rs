@@ -24,16 +24,21 @@ impl WebhookMutator {
         WebhookMutator { engine, state }
     }
 
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn state(&self) -> &dyn StateSource {
+        self.state.as_ref()
+    }
+
     async fn decide(&self, request: &AdmissionRequest) -> Result<Verdict, Denial> {
         let Outcome::Mutated(m) =
             mutate_request(&self.engine, self.state.as_ref(), request).await?
         else {
             return Ok(Verdict::Unchanged);
         };
-        let Some(before) = request.object.as_ref() else {
-            return Ok(Verdict::Unchanged);
-        };
-        let patch = crate::patch::diff(before, &m.object);
+        let patch = m.patch();
         if patch.0.is_empty() {
             Ok(Verdict::Unchanged)
         } else {
@@ -44,21 +49,21 @@ impl WebhookMutator {
 
 /// What happened to a request.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum Outcome<'a> {
     /// Passed unchanged without running rules, and why.
     Skipped(&'static str),
     /// The rules ran (the object may be unchanged).
-    Mutated(Mutation),
+    Mutated(Mutation<'a>),
 }
 
 /// The whole webhook decision for one request: operation and dispatch checks,
 /// shoot lookup, fetching the needed objects, then the pure engine. Shared by
 /// the server ([`WebhookMutator`]) and `scion mutate`.
-pub async fn mutate_request(
+pub async fn mutate_request<'a>(
     engine: &Engine,
     state: &dyn StateSource,
-    request: &AdmissionRequest,
-) -> Result<Outcome, Denial> {
+    request: &'a AdmissionRequest,
+) -> Result<Outcome<'a>, Denial> {
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Ok(Outcome::Skipped("operation is neither CREATE nor UPDATE"));
     }
@@ -76,7 +81,8 @@ pub async fn mutate_request(
     };
     let namespace = if request.namespace.is_empty() {
         object
-            .pointer("/metadata/namespace")
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .unwrap_or_default()
     } else {

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use json_patch::Patch;
 use scion::admission::{AdmissionRequest, Denial, Mutator, Verdict};
-use scion::mutation::{Engine, WebhookMutator};
+use scion::mutation::{Engine, Outcome, WebhookMutator, mutate_request};
 use scion::profile::Profile;
 use scion::state::{Networking, ObjectData, ShootContext, Snapshot, WorkerPool};
 use serde_json::Value;
@@ -114,6 +115,24 @@ pub fn mutator(provider: &str, snap: Snapshot) -> WebhookMutator {
 /// Run a request through a mutator and return the verdict.
 pub fn run(m: &WebhookMutator, request: &AdmissionRequest) -> Result<Verdict, Denial> {
     futures::executor::block_on(m.mutate(request))
+}
+
+/// For a request the rules ran on: the patch the server answers with (the
+/// diff of the places the rules changed) and the diff of the whole objects,
+/// which must be the same operations in the same order.
+pub fn draft_patch_and_whole_diff(
+    m: &WebhookMutator,
+    request: &AdmissionRequest,
+) -> Option<(Patch, Patch)> {
+    let outcome = futures::executor::block_on(mutate_request(m.engine(), m.state(), request));
+    let Ok(Outcome::Mutated(mutation)) = outcome else {
+        return None;
+    };
+    let before = request.object.as_ref()?;
+    Some((
+        mutation.patch(),
+        scion::patch::diff(before, &mutation.object()),
+    ))
 }
 
 /// An UPDATE request for an object (kind from apiVersion/kind).

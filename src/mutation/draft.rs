@@ -14,6 +14,7 @@
 //! or the shallowest of its ancestors that the original lacks; and no place is
 //! an ancestor of another.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 
 use json_patch::Patch;
@@ -65,6 +66,11 @@ fn document_order(a: &Edit<'_>, b: &Edit<'_>) -> Ordering {
 pub struct Draft<'a> {
     original: &'a Value,
     edits: Vec<Edit<'a>>,
+    /// Per place, the edit holding it.
+    held: [Option<usize>; Place::ALL.len()],
+    /// Per place, where it is in the original: walked once, as every action
+    /// looks its place up.
+    found: [OnceCell<Result<Option<&'a Value>, ApplyError>>; Place::ALL.len()],
 }
 
 impl<'a> Draft<'a> {
@@ -72,13 +78,32 @@ impl<'a> Draft<'a> {
         Draft {
             original,
             edits: Vec::new(),
+            held: [None; Place::ALL.len()],
+            found: Default::default(),
         }
     }
 
     /// The edit holding `place`, if any.
     fn holding(&self, place: Place) -> Option<usize> {
-        let path = place.path();
-        self.edits.iter().position(|e| path.starts_with(e.path))
+        self.held[place.index()]
+    }
+
+    /// The place in the original.
+    fn in_original(&self, place: Place) -> Result<Option<&'a Value>, ApplyError> {
+        self.found[place.index()]
+            .get_or_init(|| walk(self.original, place, 0))
+            .clone()
+    }
+
+    fn push(&mut self, edit: Edit<'a>) -> usize {
+        let index = self.edits.len();
+        for place in Place::ALL {
+            if place.path().starts_with(edit.path) {
+                self.held[place.index()].get_or_insert(index);
+            }
+        }
+        self.edits.push(edit);
+        index
     }
 
     /// The place as it is now; `None` when it (or a map on the way) is absent
@@ -86,7 +111,7 @@ impl<'a> Draft<'a> {
     pub fn get(&self, place: Place) -> Result<Option<&Value>, ApplyError> {
         match self.holding(place) {
             Some(i) => walk(&self.edits[i].after, place, self.edits[i].path.len()),
-            None => walk(self.original, place, 0),
+            None => self.in_original(place),
         }
     }
 
@@ -101,7 +126,7 @@ impl<'a> Draft<'a> {
     ) -> Result<(), ApplyError> {
         let place = at.place();
         if self.holding(place).is_none() {
-            let current = match walk(self.original, place, 0)? {
+            let current = match self.in_original(place)? {
                 Some(node) => at.find(node)?,
                 None => None,
             };
@@ -114,7 +139,7 @@ impl<'a> Draft<'a> {
             if let List::Owned(items) = list {
                 // Copy the place without the list about to be replaced.
                 let edit = self.start(place, Some(at))?;
-                self.edits.push(edit);
+                self.push(edit);
                 *at.slot(self.get_mut(place)?)? = Value::Array(items);
             }
             return Ok(());
@@ -165,8 +190,7 @@ impl<'a> Draft<'a> {
             Some(i) => i,
             None => {
                 let edit = self.start(place, None)?;
-                self.edits.push(edit);
-                self.edits.len() - 1
+                self.push(edit)
             }
         };
         let path = place.path();
@@ -190,6 +214,18 @@ impl<'a> Draft<'a> {
     /// which the caller replaces, is not copied.
     fn start(&self, place: Place, leave_out: Option<ListAt<'_>>) -> Result<Edit<'a>, ApplyError> {
         let path = place.path();
+        let whole = |node: &'a Value| Edit {
+            path,
+            before: Some(node),
+            after: match leave_out {
+                Some(at) => at.copy_without(node),
+                None => node.clone(),
+            },
+        };
+        if let Some(node) = self.in_original(place)? {
+            return Ok(whole(node));
+        }
+        // Absent or null on the way: the edit starts at the shallowest such node.
         let mut node = self.original;
         for depth in 0..path.len() {
             let map = node
@@ -207,14 +243,7 @@ impl<'a> Draft<'a> {
             }
         }
         place.check(node)?;
-        Ok(Edit {
-            path,
-            before: Some(node),
-            after: match leave_out {
-                Some(at) => at.copy_without(node),
-                None => node.clone(),
-            },
-        })
+        Ok(whole(node))
     }
 
     /// The whole object as the rules left it.

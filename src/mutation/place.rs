@@ -20,6 +20,18 @@ pub enum Place {
 }
 
 impl Place {
+    pub(super) const ALL: [Place; 5] = [
+        Place::Labels,
+        Place::Annotations,
+        Place::Containers,
+        Place::Volumes,
+        Place::ContainerPolicies,
+    ];
+
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+
     pub(super) fn path(self) -> &'static [&'static str] {
         match self {
             Place::Labels => &["spec", "template", "metadata", "labels"],

@@ -13,13 +13,27 @@ use serde_json::Value;
 /// A list a helper may change; borrowed until the first write.
 pub type List<'l> = Cow<'l, [Value]>;
 
+/// `s.starts_with(prefix)`, rejecting most other flags on the prefix's last
+/// byte (`=` sits at a different place in each) before comparing the rest.
+fn starts_with(s: &str, prefix: &str) -> bool {
+    match prefix.as_bytes().last() {
+        Some(last) => s.as_bytes().get(prefix.len() - 1) == Some(last) && s.starts_with(prefix),
+        None => true,
+    }
+}
+
 fn has_prefix(v: &Value, prefix: &str) -> bool {
-    v.as_str().is_some_and(|s| s.starts_with(prefix))
+    v.as_str().is_some_and(|s| starts_with(s, prefix))
+}
+
+/// The rest of `s` after `prefix`.
+fn after_prefix<'s>(s: &'s str, prefix: &str) -> Option<&'s str> {
+    starts_with(s, prefix).then(|| &s[prefix.len()..])
 }
 
 /// `s` is `prefix` followed by `value`.
 fn is_flag(s: &str, prefix: &str, value: &str) -> bool {
-    s.strip_prefix(prefix) == Some(value)
+    s.len() == prefix.len() + value.len() && after_prefix(s, prefix) == Some(value)
 }
 
 /// `EnsureStringWithPrefix`: replace every element starting with `prefix` by
@@ -27,7 +41,7 @@ fn is_flag(s: &str, prefix: &str, value: &str) -> bool {
 pub fn ensure_flag(list: &mut List<'_>, prefix: &str, value: &str) {
     let mut found = false;
     for i in 0..list.len() {
-        let Some(s) = list[i].as_str().filter(|s| s.starts_with(prefix)) else {
+        let Some(s) = list[i].as_str().filter(|s| starts_with(s, prefix)) else {
             continue;
         };
         found = true;
@@ -69,7 +83,7 @@ pub fn ensure_list_item(list: &mut List<'_>, prefix: &str, item: &str, sep: &str
     let mut found = false;
     for i in 0..list.len() {
         let Some(s) = list[i].as_str() else { continue };
-        let Some(rest) = s.strip_prefix(prefix) else {
+        let Some(rest) = after_prefix(s, prefix) else {
             continue;
         };
         found = true;
@@ -90,7 +104,7 @@ pub fn ensure_list_item(list: &mut List<'_>, prefix: &str, item: &str, sep: &str
 pub fn remove_list_item(list: &mut List<'_>, prefix: &str, item: &str, sep: &str) {
     for i in 0..list.len() {
         let Some(s) = list[i].as_str() else { continue };
-        let Some(rest) = s.strip_prefix(prefix) else {
+        let Some(rest) = after_prefix(s, prefix) else {
             continue;
         };
         let mut members: Vec<&str> = rest.split(sep).collect();
@@ -288,5 +302,25 @@ mod tests {
         ensure_flag(&mut l, "--cloud-provider=", "aws");
         assert!(matches!(l, Cow::Owned(_)));
         assert_eq!(l[0], json!("--cloud-provider=aws"));
+    }
+
+    #[test]
+    fn prefix_matching_is_starts_with() {
+        let texts = [
+            "",
+            "-",
+            "--a=",
+            "--a=b",
+            "--ab",
+            "é--a=",
+            "--a\u{e9}",
+            "--a=é",
+        ];
+        for s in texts {
+            for p in texts.iter().chain(&["--a", "é", "--a=bc"]) {
+                assert_eq!(starts_with(s, p), s.starts_with(p), "{s:?} {p:?}");
+                assert_eq!(after_prefix(s, p), s.strip_prefix(p), "{s:?} {p:?}");
+            }
+        }
     }
 }

@@ -53,7 +53,7 @@ pub enum Outcome<'a> {
     /// Passed unchanged without running rules, and why.
     Skipped(&'static str),
     /// The rules ran (the object may be unchanged).
-    Mutated(Mutation<'a>),
+    Mutated(Box<Mutation<'a>>),
 }
 
 /// The whole webhook decision for one request: operation and dispatch checks,
@@ -108,7 +108,7 @@ pub async fn mutate_request<'a>(
     }
     engine
         .mutate(target, object, &shoot, &objects)
-        .map(Outcome::Mutated)
+        .map(|m| Outcome::Mutated(Box::new(m)))
 }
 
 impl Mutator for WebhookMutator {

@@ -21,9 +21,10 @@ use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde_json::{Map, Value};
 
-use classes::{equality_classes, hashes};
+use lcs::align_by_table;
 
 mod classes;
+mod lcs;
 
 /// The JSONPatch that turns `before` into `after`. Applying it to `before` with
 /// any RFC 6902 implementation yields a value equal to `after`.
@@ -241,71 +242,6 @@ fn align(a: &[Value], b: &[Value]) -> Vec<Step> {
         steps.extend(align_by_table(am, bm, prefix));
     }
     steps.extend(std::iter::repeat_n(Step::Keep, suffix));
-    steps
-}
-
-/// The LCS alignment of two non-empty arrays by the dynamic programme; indices
-/// are offset by `prefix`.
-///
-/// The table compares every element of one side with every element of the
-/// other, so it compares 64-bit hashes instead of values. The kept pairs are
-/// then checked to be equal; should a hash collision have paired unequal
-/// elements, the table is redone on exact equality classes.
-fn align_by_table(am: &[Value], bm: &[Value], prefix: usize) -> Vec<Step> {
-    let steps = lcs_steps(&hashes(am), &hashes(bm), prefix);
-    let (mut x, mut y) = (0, 0);
-    let mut kept_equal = true;
-    for step in &steps {
-        match step {
-            Step::Keep => {
-                kept_equal &= am[x] == bm[y];
-                x += 1;
-                y += 1;
-            }
-            Step::Delete(_) => x += 1,
-            Step::Insert(_) => y += 1,
-        }
-    }
-    if kept_equal {
-        return steps;
-    }
-    let (ai, bi) = equality_classes(am, bm);
-    lcs_steps(&ai, &bi, prefix)
-}
-
-/// The LCS alignment of two sequences of keys standing for the elements.
-/// Ties prefer deleting before inserting.
-fn lcs_steps<K: PartialEq>(ai: &[K], bi: &[K], prefix: usize) -> Vec<Step> {
-    let (n, m) = (ai.len(), bi.len());
-    let mut steps = Vec::with_capacity(n + m);
-    // lcs[x][y] = LCS length of ai[x..] and bi[y..].
-    let width = m + 1;
-    let mut lcs = vec![0u32; (n + 1) * width];
-    for x in (0..n).rev() {
-        for y in (0..m).rev() {
-            lcs[x * width + y] = if ai[x] == bi[y] {
-                lcs[(x + 1) * width + y + 1] + 1
-            } else {
-                lcs[(x + 1) * width + y].max(lcs[x * width + y + 1])
-            };
-        }
-    }
-    let (mut x, mut y) = (0, 0);
-    while x < n && y < m {
-        if ai[x] == bi[y] {
-            steps.push(Step::Keep);
-            x += 1;
-            y += 1;
-        } else if lcs[(x + 1) * width + y] >= lcs[x * width + y + 1] {
-            steps.push(Step::Delete(prefix + x));
-            x += 1;
-        } else {
-            steps.push(Step::Insert(prefix + y));
-            y += 1;
-        }
-    }
-    steps.extend((x..n).map(|x| Step::Delete(prefix + x)));
-    steps.extend((y..m).map(|y| Step::Insert(prefix + y)));
     steps
 }
 

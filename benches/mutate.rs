@@ -125,14 +125,16 @@ fn bench(c: &mut Criterion) {
     c.bench_function("part_mutate_and_diff", |b| {
         b.iter(|| futures::executor::block_on(mutator.mutate(std::hint::black_box(&request))))
     });
-    let before = request.object.clone().expect("object");
-    let mut after = before.clone();
-    let Ok(Verdict::Patched(patch)) = futures::executor::block_on(mutator.mutate(&request)) else {
-        panic!("fixture is mutated")
-    };
-    json_patch::patch(&mut after, &patch.0).expect("patch applies");
-    c.bench_function("part_diff", |b| {
-        b.iter(|| scion::patch::diff(std::hint::black_box(&before), &after))
+    let object = request.object.as_ref().expect("object");
+    let target = scion::mutation::dispatch(&request.kind, object).expect("a target");
+    let shoot = shoot();
+    let objects = scion::mutation::Objects::new();
+    let mutation = mutator
+        .engine()
+        .mutate(target, object, &shoot, &objects)
+        .expect("mutates");
+    c.bench_function("part_patch_of_the_draft", |b| {
+        b.iter(|| std::hint::black_box(&mutation).patch())
     });
 }
 

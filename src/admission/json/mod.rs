@@ -23,8 +23,9 @@
 //!   AdmissionReview needs (the caller then falls back to serde_json): an enum
 //!   written as a map (`{"Variant":…}`), map keys read as numbers or booleans
 //!   (`{"1":…}` into an integer key), integers beyond `u64`/`i64` read as
-//!   128-bit integers, serde_json's `RawValue`, and byte strings holding a lone
-//!   surrogate escape.
+//!   128-bit integers, serde_json's `RawValue`, and byte strings
+//!   (`deserialize_bytes`) holding control characters or lone surrogate
+//!   escapes.
 
 mod access;
 mod error;
@@ -228,7 +229,8 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         self.deserialize_str(visitor)
     }
 
-    /// A string (escapes decoded, so a lone surrogate is an error) or an array.
+    /// A string, checked as any other (serde_json allows control characters
+    /// and lone surrogate escapes in byte strings), or an array.
     fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         let value = match self.peek() {
             Some(b'"') => match self.string() {

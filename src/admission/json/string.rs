@@ -1,0 +1,104 @@
+//! Decoding a JSON string token: borrowed from the text when it has no
+//! escape, unescaped into a `String` otherwise.
+
+use super::error::Error;
+use super::skip::string_special;
+
+/// A decoded string.
+pub(super) enum Str<'de> {
+    /// The text between the quotes, which had no escape.
+    Borrowed(&'de str),
+    /// The unescaped content.
+    Owned(String),
+}
+
+/// Decodes the string whose opening quote is just before `i`; returns it and
+/// the index after the closing quote.
+///
+/// As serde_json when it builds a string: control characters (< 0x20) are
+/// errors; the escapes are `\" \\ \/ \b \f \n \r \t \uXXXX`; a `\u` escape of a
+/// UTF-16 surrogate must be a high surrogate directly followed by a `\u`
+/// escape of a low one (the pair is one character), anything else (a lone
+/// high or low surrogate) is an error.
+#[inline]
+pub(super) fn parse(text: &str, i: usize) -> Result<(Str<'_>, usize), Error> {
+    let bytes = text.as_bytes();
+    let end = string_special(bytes, i);
+    match bytes.get(end) {
+        // `i` and `end` are next to ASCII bytes, so on character boundaries.
+        Some(b'"') => Ok((Str::Borrowed(&text[i..end]), end + 1)),
+        _ => unescape(text, i, end),
+    }
+}
+
+/// The slow path of [`parse`]: the first special byte at `end` is not the
+/// closing quote.
+#[cold]
+fn unescape(text: &str, start: usize, mut end: usize) -> Result<(Str<'_>, usize), Error> {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(end - start + 16);
+    let mut i = start;
+    loop {
+        out.push_str(&text[i..end]);
+        match bytes.get(end) {
+            Some(b'"') => return Ok((Str::Owned(out), end + 1)),
+            Some(b'\\') => {
+                let escaped = bytes.get(end + 1).copied();
+                i = end + 2;
+                let simple = match escaped {
+                    Some(b'"') => '"',
+                    Some(b'\\') => '\\',
+                    Some(b'/') => '/',
+                    Some(b'b') => '\u{8}',
+                    Some(b'f') => '\u{c}',
+                    Some(b'n') => '\n',
+                    Some(b'r') => '\r',
+                    Some(b't') => '\t',
+                    Some(b'u') => {
+                        let (c, next) = unicode_escape(bytes, end + 2)?;
+                        i = next;
+                        c
+                    }
+                    _ => return Err(Error::syntax("invalid escape", end + 1)),
+                };
+                out.push(simple);
+            }
+            Some(_) => return Err(Error::syntax("control character in a string", end)),
+            None => return Err(Error::syntax("unterminated string", end)),
+        }
+        end = string_special(bytes, i);
+    }
+}
+
+/// Four hex digits at `i`.
+fn hex4(bytes: &[u8], i: usize) -> Result<u16, Error> {
+    let digits = bytes
+        .get(i..i + 4)
+        .ok_or_else(|| Error::syntax("unterminated \\u escape", i))?;
+    digits.iter().try_fold(0u16, |n, &d| {
+        let digit = char::from(d)
+            .to_digit(16)
+            .ok_or_else(|| Error::syntax("invalid \\u escape", i))?;
+        Ok((n << 4) | digit as u16)
+    })
+}
+
+/// The character of the `\u` escape whose hex digits start at `i` (with the
+/// low surrogate's escape after it, for a high surrogate); and the index after.
+fn unicode_escape(bytes: &[u8], i: usize) -> Result<(char, usize), Error> {
+    let high = hex4(bytes, i)?;
+    if !(0xD800..=0xDFFF).contains(&high) {
+        let c = char::from_u32(u32::from(high)).expect("not a surrogate");
+        return Ok((c, i + 4));
+    }
+    if high >= 0xDC00 || bytes.get(i + 4..i + 6) != Some(b"\\u") {
+        return Err(Error::syntax("lone surrogate in a \\u escape", i));
+    }
+    let low = hex4(bytes, i + 6)?;
+    if !(0xDC00..=0xDFFF).contains(&low) {
+        return Err(Error::syntax("lone surrogate in a \\u escape", i + 6));
+    }
+    let code = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+    let c = char::from_u32(code).expect("a surrogate pair is a character");
+    Ok((c, i + 10))
+}

@@ -183,8 +183,16 @@ fn check(text: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// 512 cases per property, or `PROPTEST_CASES` for a longer run.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(512)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn generated_values_agree_in_every_layout(value in json_value(), seed in any::<u64>()) {

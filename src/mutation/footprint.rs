@@ -11,22 +11,20 @@ use crate::admission::{ObjectReach, Reach};
 use crate::profile::{Action, Profile};
 
 use super::dispatch::TARGETS;
+use super::place::Place;
 
 /// Where in an object an action reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
-    /// A field of one container of the pod template, changed in place.
+enum Touch {
+    /// A place of the draft, whose elements or keys are added, replaced or
+    /// removed whole.
+    Whole(Place),
+    /// A list of one container of the pod template, changed in place.
     ContainerField(&'static str),
-    /// A list of the pod spec whose elements are added, replaced or removed whole.
-    PodSpecList(&'static str),
-    /// A map of the pod template's metadata.
-    TemplateMetadata(&'static str),
-    /// `spec.resourcePolicy.containerPolicies` of a VPA.
-    VpaContainerPolicies,
 }
 
-fn places(action: &Action) -> &'static [Place] {
-    use Place::*;
+fn touches(action: &Action) -> &'static [Touch] {
+    use Touch::*;
     match action {
         Action::EnsureFlag(f) => match f.list.field() {
             "args" => &[ContainerField("args")],
@@ -48,17 +46,17 @@ fn places(action: &Action) -> &'static [Place] {
         Action::EnsureVolumeMount(_) | Action::RemoveVolumeMount(_) => {
             &[ContainerField("volumeMounts")]
         }
-        Action::EnsureVolume(_) | Action::RemoveVolume(_) => &[PodSpecList("volumes")],
-        Action::EnsureContainer(_) | Action::RemoveContainer(_) => &[PodSpecList("containers")],
+        Action::EnsureVolume(_) | Action::RemoveVolume(_) => &[Whole(Place::Volumes)],
+        Action::EnsureContainer(_) | Action::RemoveContainer(_) => &[Whole(Place::Containers)],
         Action::EnsureVpaContainerPolicy(_) | Action::RemoveVpaContainerPolicy(_) => {
-            &[VpaContainerPolicies]
+            &[Whole(Place::ContainerPolicies)]
         }
-        Action::SetLabel(_) | Action::DeleteLabel(_) => &[TemplateMetadata("labels")],
+        Action::SetLabel(_) | Action::DeleteLabel(_) => &[Whole(Place::Labels)],
         Action::SetAnnotation(_)
         | Action::DeleteAnnotation(_)
         | Action::SecretChecksum(_)
-        | Action::ConfigMapChecksum(_) => &[TemplateMetadata("annotations")],
-        Action::ProviderSidecar(_) => &[PodSpecList("volumes"), PodSpecList("containers")],
+        | Action::ConfigMapChecksum(_) => &[Whole(Place::Annotations)],
+        Action::ProviderSidecar(_) => &[Whole(Place::Volumes), Whole(Place::Containers)],
     }
 }
 
@@ -72,69 +70,42 @@ pub(super) fn footprint(profile: &Profile) -> ObjectReach {
     ]);
     let common = Reach::keys([("metadata", metadata)]);
     let targets = TARGETS.iter().map(|target| {
-        let rules = profile.rules(target.component);
-        let places: Vec<Place> = rules
-            .iter()
-            .flat_map(|r| &r.actions)
-            .flat_map(places)
-            .copied()
-            .collect();
-        let spec = if target.is_vpa() {
-            vpa_spec(&places)
+        // What the shape check reads: a VPA's spec is a map; a Deployment's
+        // containers are maps with a name and string lists.
+        let checked = if target.is_vpa() {
+            along(&["spec"], Reach::keys::<&str>([]))
         } else {
-            deployment_spec(&places)
+            containers_with(&["name", "command", "args"])
         };
+        let rules = profile.rules(target.component);
+        let touched = rules.iter().flat_map(|r| &r.actions).flat_map(touches);
+        let reach = touched.fold(checked, |reach, touch| reach.union(reach_of(*touch)));
         let identity = (target.group, target.version, target.kind, target.name);
-        (identity, Reach::keys([("spec", spec)]))
+        (identity, reach)
     });
     ObjectReach::new(common, targets)
 }
 
-fn vpa_spec(places: &[Place]) -> Reach {
-    if places.contains(&Place::VpaContainerPolicies) {
-        Reach::keys([(
-            "resourcePolicy",
-            Reach::keys([("containerPolicies", Reach::All)]),
-        )])
-    } else {
-        Reach::keys::<&str>([])
+/// What a touch reaches. A place changed whole is decoded whole: a replaced
+/// element is diffed field by field against the one it replaces.
+fn reach_of(touch: Touch) -> Reach {
+    match touch {
+        Touch::Whole(place) => along(place.path(), Reach::All),
+        Touch::ContainerField(field) => containers_with(&[field]),
     }
 }
 
-fn deployment_spec(places: &[Place]) -> Reach {
-    let mut container_fields = vec!["name", "command", "args"];
-    let mut pod_spec = Vec::new();
-    let mut metadata = Vec::new();
-    for place in places {
-        match *place {
-            Place::ContainerField(f) if !container_fields.contains(&f) => container_fields.push(f),
-            Place::PodSpecList(l) if !pod_spec.contains(&l) => pod_spec.push(l),
-            Place::TemplateMetadata(m) if !metadata.contains(&m) => metadata.push(m),
-            _ => {}
-        }
-    }
-    // Containers that are added or replaced whole must be decoded whole: a
-    // replaced container is diffed field by field against the one it replaces.
-    let containers = if pod_spec.contains(&"containers") {
-        Reach::All
-    } else {
-        Reach::Each(Box::new(Reach::keys(
-            container_fields.into_iter().map(|f| (f, Reach::All)),
-        )))
-    };
-    let pod_spec = Reach::keys(
-        std::iter::once(("containers", containers)).chain(
-            pod_spec
-                .into_iter()
-                .filter(|l| *l != "containers")
-                .map(|l| (l, Reach::All)),
-        ),
-    );
-    let metadata = Reach::keys(metadata.into_iter().map(|m| (m, Reach::All)));
-    Reach::keys([(
-        "template",
-        Reach::keys([("metadata", metadata), ("spec", pod_spec)]),
-    )])
+/// These fields of every container.
+fn containers_with(fields: &[&str]) -> Reach {
+    let each = Reach::keys(fields.iter().map(|f| (*f, Reach::All)));
+    along(Place::Containers.path(), Reach::Each(Box::new(each)))
+}
+
+/// `leaf` at `path` from the object's root.
+fn along(path: &[&str], leaf: Reach) -> Reach {
+    path.iter()
+        .rev()
+        .fold(leaf, |reach, key| Reach::keys([(*key, reach)]))
 }
 
 #[cfg(test)]
@@ -188,12 +159,16 @@ mod tests {
 
     #[test]
     fn without_container_actions_only_container_fields_are_kept() {
-        let spec = deployment_spec(&[Place::ContainerField("env")]);
-        let object = json!({"template": {"spec": {"containers": [
-            {"name": "a", "image": "i", "env": [], "args": ["x"]}]}}});
+        let reach =
+            containers_with(&["name", "args"]).union(reach_of(Touch::ContainerField("env")));
+        let object = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a", "image": "i", "env": [], "args": ["x"]}]}}}});
         assert_eq!(
-            spec.prune(&object),
-            json!({"template": {"spec": {"containers": [{"name": "a", "env": [], "args": ["x"]}]}}})
+            reach.prune(&object),
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "env": [], "args": ["x"]}]}}}})
         );
+        // A container action reaches the containers whole.
+        let whole = reach.union(reach_of(Touch::Whole(Place::Containers)));
+        assert_eq!(whole.prune(&object), object);
     }
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 pub mod cases;
 pub mod fixtures;
+pub mod generate;
 
 pub const NS: &str = "shoot--core--prod";
 

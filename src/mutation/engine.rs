@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::apply::{ApplyContext, ApplyError, Objects, apply};
 use super::dispatch::Target;
-use super::draft::Draft;
+use super::draft::{Draft, Place};
 use super::footprint::footprint;
 use crate::admission::{Denial, ObjectReach};
 use crate::profile::{Action, Profile};
@@ -200,7 +200,8 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
             _ => Err(bad("field spec must be a map".into())),
         };
     }
-    let containers = ["spec", "template", "spec", "containers"]
+    let containers = Place::Containers
+        .path()
         .iter()
         .try_fold(object, |node, key| node.get(key));
     let Some(containers) = containers else {

@@ -66,30 +66,30 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
             args.file.display()
         )
     })?;
-    let before = request.object.clone().unwrap_or(Value::Null);
-
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let outcome = runtime
         .block_on(mutate_request(&engine, state.as_ref(), &request))
         .map_err(|d| anyhow::anyhow!("denied ({} {}): {d}", d.code(), d.reason()))?;
-    let after = match outcome {
+    // The object and the patch the webhook would answer with.
+    let (after, patch) = match outcome {
         Outcome::Skipped(why) => {
             if args.explain {
                 eprintln!("not mutated: {why}");
             }
-            before.clone()
+            let unchanged = request.object.clone().unwrap_or(Value::Null);
+            (unchanged, json_patch::Patch(Vec::new()))
         }
         Outcome::Mutated(m) => {
             if args.explain {
                 explain(&engine, state.as_ref(), &request)?;
             }
-            m.object()
+            (m.object(), m.patch())
         }
     };
     let printed = match args.output {
         Output::Json => serde_json::to_string_pretty(&after)?,
         Output::Yaml => serde_saphyr::to_string(&after)?,
-        Output::Patch => serde_json::to_string_pretty(&crate::patch::diff(&before, &after))?,
+        Output::Patch => serde_json::to_string_pretty(&patch)?,
     };
     println!("{}", printed.trim_end());
     Ok(())

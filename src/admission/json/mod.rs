@@ -122,25 +122,23 @@ impl<'de> Deserializer<'de> {
     fn visit_array<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
         self.enter()?;
         let value = visitor.visit_seq(SeqAccess::new(self));
-        self.remaining_depth += 1;
-        let value = value?;
-        match self.peek() {
-            Some(b']') => {
-                self.pos += 1;
-                Ok(value)
-            }
-            other => Err(self.unexpected(other)),
-        }
+        self.leave(value, b']')
     }
 
     /// Visits the object whose `{` is at `self.pos`, within the nesting limit.
     fn visit_object<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
         self.enter()?;
         let value = visitor.visit_map(MapAccess::new(self));
+        self.leave(value, b'}')
+    }
+
+    /// Closes the container opened by [`Self::enter`] once its content was
+    /// visited: the `close` byte must follow.
+    fn leave<T>(&mut self, value: Result<T, Error>, close: u8) -> Result<T, Error> {
         self.remaining_depth += 1;
         let value = value?;
         match self.peek() {
-            Some(b'}') => {
+            Some(b) if b == close => {
                 self.pos += 1;
                 Ok(value)
             }

@@ -81,7 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Touch every context so nothing is lazily skipped.
     let workers: usize = (0..args.clusters)
         .filter_map(|i| state.shoot(&namespace(i)).ok())
-        .map(|c| c.workers.len())
+        .map(|c| c.shoot.spec.provider.workers.len())
         .sum();
     println!("worker pools: {workers}");
     println!("after load:   {}", memory());

@@ -23,6 +23,7 @@ pub mod checksum;
 pub mod cli;
 pub mod controller;
 pub mod deploy;
+pub mod gardener;
 pub mod mutation;
 pub mod patch;
 pub mod profile;

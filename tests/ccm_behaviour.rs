@@ -209,7 +209,7 @@ fn errors_name_what_is_wrong() {
     );
 
     let mut old = shoot4.clone();
-    old.kubernetes_version = semver::Version::new(1, 20, 0);
+    old.shoot.spec.kubernetes.version = semver::Version::new(1, 20, 0);
     let err = render_builtin(&aws_cp(None, aws_subnets()), &old, None, None)
         .expect_err("no image")
         .to_string();

@@ -5,9 +5,9 @@ mod controlplane_support;
 
 use controlplane_support::providers::*;
 use controlplane_support::{object, pod_annotations, secret};
-use scion::ccm::{self, RenderError, Rendered, builtin_spec};
+use scion::ccm::{RenderError, Rendered, builtin_spec};
 use scion::checksum;
-use scion::state::{ObjectData, ShootContext};
+use scion::gardener::{ObjectData, ShootContext};
 use serde_json::{Value, json};
 
 fn container(r: &Rendered) -> &Value {
@@ -54,7 +54,7 @@ const SECRET_CONFIG_KEY: &str = "checksum/secret-cloud-provider-config";
 
 /// Render with the built-in section of the ControlPlane's type, kube-apiserver running.
 fn render(
-    cp: &ccm::ControlPlane,
+    cp: &scion::gardener::ControlPlane,
     shoot: &ShootContext,
     secret: Option<&ObjectData>,
 ) -> Result<Rendered, RenderError> {
@@ -111,7 +111,12 @@ fn every_builtin_ccm_section_loads_validates_and_has_images() {
 fn gcp_config_and_flags_follow_the_network_rules() {
     let cp = gcp_cp(None);
     let mut shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
-    shoot.node_cidr_mask_size = Some(22);
+    shoot
+        .shoot
+        .spec
+        .kubernetes
+        .kube_controller_manager
+        .node_cidr_mask_size = Some(22);
     let r = render(&cp, &shoot, Some(&gcp_static_secret())).expect("renders");
     assert_eq!(
         config_text(&r),
@@ -130,12 +135,16 @@ fn gcp_config_and_flags_follow_the_network_rules() {
     );
 
     // Overlay off: routes on. Dual-stack: CloudAllocator, routes off, no mask, both CIDRs.
-    shoot.networking.provider_config = Some(json!({"overlay": {"enabled": false}}));
+    shoot.shoot.spec.networking.provider_config = Some(json!({"overlay": {"enabled": false}}));
     let f = flags(&render(&cp, &shoot, Some(&gcp_static_secret())).expect("renders"));
     assert!(f.contains(&"--configure-cloud-routes=true".into()), "{f:?}");
     let mut dual = provider_shoot("gcp", "europe-west1", &["IPv4", "IPv6"], false);
-    dual.node_cidr_mask_size = Some(22);
-    dual.networking.provider_config = Some(json!({"overlay": {"enabled": false}}));
+    dual.shoot
+        .spec
+        .kubernetes
+        .kube_controller_manager
+        .node_cidr_mask_size = Some(22);
+    dual.shoot.spec.networking.provider_config = Some(json!({"overlay": {"enabled": false}}));
     let f = flags(&render(&cp, &dual, Some(&gcp_static_secret())).expect("renders"));
     assert!(f.contains(&"--cidr-allocator-type=CloudAllocator".into()));
     assert!(f.contains(&"--configure-cloud-routes=false".into()));
@@ -146,7 +155,7 @@ fn gcp_config_and_flags_follow_the_network_rules() {
     );
     // Single stack with two status CIDRs (migrating back): only the first is kept.
     let mut back = dual.clone();
-    back.networking.ip_families = vec!["IPv4".into()];
+    back.shoot.spec.networking.ip_families = scion::gardener::view::Strings(vec!["IPv4".into()]);
     let f = flags(&render(&cp, &back, Some(&gcp_static_secret())).expect("renders"));
     assert!(f.contains(&"--cluster-cidr=100.96.0.0/11".into()), "{f:?}");
     assert!(
@@ -303,7 +312,7 @@ fn alicloud_config_matches_gardeners_test_vector() {
             .any(|f| f.starts_with("--tls") || f.starts_with("--secure-port"))
     );
     let mut other_region = shoot.clone();
-    other_region.seed_region = Some("eu-west-1".into());
+    other_region.seed.spec.provider.region = Some("eu-west-1".into());
     assert!(
         flags(&render(&cp, &other_region, Some(&alicloud_secret())).expect("r"))
             .contains(&"--network=public".into())
@@ -329,7 +338,7 @@ fn azure_config_text_and_workload_identity() {
     );
 
     let mut gov = shoot.clone();
-    gov.region = "usgovvirginia".into();
+    gov.shoot.spec.region = "usgovvirginia".into();
     let wi = render(&azure_cp(json!({})), &gov, Some(&azure_wi_secret())).expect("renders");
     let text = config_text(&wi);
     assert!(text.starts_with("aadClientId: \"wi-client\"\naadFederatedTokenFile: \"/var/run/secrets/gardener.cloud/workload-identity/token\"\nuseFederatedWorkloadIdentityExtension: true\ntenantId: \"wi-tenant\"\nsubscriptionId: \"wi-subscription\"\ncloud: \"AZUREUSGOVERNMENT\"\n"), "{text}");

@@ -5,13 +5,13 @@ mod controlplane_support;
 
 use controlplane_support::providers::*;
 use controlplane_support::secret;
-use scion::ccm::{self, RenderError, Rendered};
-use scion::state::{ObjectData, ShootContext};
+use scion::ccm::{RenderError, Rendered};
+use scion::gardener::{ObjectData, ShootContext};
 use serde_json::json;
 
 /// Render with the built-in section of the ControlPlane's type, kube-apiserver running.
 fn render(
-    cp: &ccm::ControlPlane,
+    cp: &scion::gardener::ControlPlane,
     shoot: &ShootContext,
     secret: Option<&ObjectData>,
 ) -> Result<Rendered, RenderError> {
@@ -117,7 +117,8 @@ fn missing_inputs_are_clear_errors() {
         assert!(err.contains(needle), "{needle}: {err}");
     }
     let mut bad_overlay = gcp_shoot.clone();
-    bad_overlay.networking.provider_config = Some(json!({"overlay": {"enabled": "yes"}}));
+    bad_overlay.shoot.spec.networking.provider_config =
+        Some(json!({"overlay": {"enabled": "yes"}}));
     let err = render(&gcp_cp(None), &bad_overlay, Some(&gcp_static_secret()))
         .expect_err("overlay")
         .to_string();

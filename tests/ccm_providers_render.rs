@@ -10,7 +10,12 @@ use serde_json::json;
 #[test]
 fn gcp_ipv4_static_credentials() {
     let mut shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
-    shoot.node_cidr_mask_size = Some(22);
+    shoot
+        .shoot
+        .spec
+        .kubernetes
+        .kube_controller_manager
+        .node_cidr_mask_size = Some(22);
     assert_golden(
         "gcp-ipv4",
         &gcp_cp(None),
@@ -35,7 +40,7 @@ fn gcp_dual_stack_workload_identity() {
 #[test]
 fn gcp_overlay_disabled_feature_gates() {
     let mut shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
-    shoot.networking.provider_config = Some(json!({"overlay": {"enabled": false}}));
+    shoot.shoot.spec.networking.provider_config = Some(json!({"overlay": {"enabled": false}}));
     assert_golden(
         "gcp-no-overlay-feature-gates",
         &with_feature_gates(gcp_cp(None)),
@@ -71,7 +76,7 @@ fn azure_ipv4_static_credentials() {
 #[test]
 fn azure_workload_identity_vmss_china() {
     let mut shoot = azure_shoot(&["IPv4"], false);
-    shoot.region = "chinanorth3".into();
+    shoot.shoot.spec.region = "chinanorth3".into();
     let cp = azure_cp(json!({
         "zoned": false,
         "networks": {
@@ -124,7 +129,7 @@ fn alicloud_ipv4_seed_in_region() {
 #[test]
 fn alicloud_foreign_seed_feature_gates() {
     let mut shoot = provider_shoot("alicloud", "eu-central-1", &["IPv4"], false);
-    shoot.seed_provider_type = Some("aws".into());
+    shoot.seed.spec.provider.type_ = Some("aws".into());
     assert_golden(
         "alicloud-public-network-feature-gates",
         &with_feature_gates(alicloud_cp(None)),

@@ -2,6 +2,8 @@
 
 mod controlplane_support;
 
+use scion::gardener::cluster::CloudProfileConfig;
+
 use controlplane_support::*;
 use serde_json::json;
 
@@ -131,7 +133,7 @@ fn openstack_feature_gates_ovn_application_credential_with_ca() {
 #[test]
 fn openstack_load_balancer_classes_from_the_cloud_profile() {
     let mut shoot = shoot(&["IPv4"], false);
-    shoot.cloud_profile_config = Some(json!({
+    shoot.cloud_profile.spec.provider_config = CloudProfileConfig(Some(json!({
         "keystoneURL": "https://keystone.example.com/v3/",
         "constraints": {"floatingPools": [{
             "name": "fip-*",
@@ -142,7 +144,7 @@ fn openstack_load_balancer_classes_from_the_cloud_profile() {
                 {"name": "vpn", "purpose": "vpn", "floatingSubnetTags": "vpn,edge"},
             ],
         }]},
-    }));
+    })));
     let mut cp = openstack_cp("octavia");
     cp.spec
         .infrastructure_provider_status

@@ -1,6 +1,6 @@
 //! The CCM profile section, the ControlPlane type and the CRD manifests.
 
-use scion::ccm::{self, CcmSpec, builtin_spec};
+use scion::ccm::{CcmSpec, builtin_spec};
 use serde_json::{Value, json};
 
 #[test]
@@ -83,7 +83,7 @@ status:
     lastUpdateTime: "2026-01-01T00:00:00Z"
   observedGeneration: 3
 "#;
-    let cp: ccm::ControlPlane = serde_saphyr::from_str(example).expect("parses");
+    let cp: scion::gardener::ControlPlane = serde_saphyr::from_str(example).expect("parses");
     assert_eq!(
         (cp.spec.type_.as_str(), cp.class(), cp.spec.region.as_str()),
         ("aws", "shoot", "eu-west-1")
@@ -95,7 +95,7 @@ status:
         status.last_operation.as_ref().expect("op").state,
         "Succeeded"
     );
-    let back: ccm::ControlPlane =
+    let back: scion::gardener::ControlPlane =
         serde_json::from_value(serde_json::to_value(&cp).expect("json")).expect("again");
     assert_eq!(back, cp);
 }

@@ -163,7 +163,7 @@ fn conditions_compose() {
     let cp = gcp_cp(None);
     let secret = gcp_static_secret();
     let mut shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
-    let args = |shoot: &scion::state::ShootContext| -> Vec<String> {
+    let args = |shoot: &scion::gardener::ShootContext| -> Vec<String> {
         let r = ccm::render(
             &RenderInput {
                 cp: &cp,
@@ -190,6 +190,6 @@ fn conditions_compose() {
         a.contains(&"--all-true".into()) && !a.contains(&"--never".into()),
         "{a:?}"
     );
-    shoot.seed_region = Some("us-east1".into());
+    shoot.seed.spec.provider.region = Some("us-east1".into());
     assert!(!args(&shoot).contains(&"--all-true".into()));
 }

@@ -10,7 +10,7 @@ use controlplane_support::mock::*;
 use controlplane_support::*;
 use kube::runtime::controller::Action;
 use scion::controller;
-use scion::state::LastOperation;
+use scion::gardener::cluster::LastOperation;
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -142,7 +142,7 @@ async fn reconcile_annotation_is_removed_then_reconciled() {
 #[tokio::test]
 async fn wait_for_state_other_types_and_failed_shoots_make_no_call() {
     let mut failed = shoot(&["IPv4"], false);
-    failed.last_operation = Some(LastOperation {
+    failed.shoot.status.last_operation = Some(LastOperation {
         type_: "Reconcile".into(),
         state: "Failed".into(),
     });

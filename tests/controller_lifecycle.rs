@@ -148,8 +148,8 @@ async fn migrate_keeps_objects_and_drops_finalizers() {
 #[tokio::test]
 async fn migrated_object_is_skipped_until_restored() {
     let mut cp = with_finalizer(aws_cp(None, aws_subnets()));
-    cp.status = Some(ccm::ControlPlaneStatus {
-        last_operation: Some(ccm::LastOperation {
+    cp.status = Some(scion::gardener::ControlPlaneStatus {
+        last_operation: Some(scion::gardener::LastOperation {
             type_: "Migrate".into(),
             state: "Succeeded".into(),
             progress: 100,

@@ -5,7 +5,8 @@
 mod engine_support;
 
 use engine_support::{NS, mutator, request, run, shoot, snapshot};
-use scion::state::ShootContext;
+use scion::gardener::ShootContext;
+use scion::gardener::view::Strings;
 use serde_json::{Value, json};
 
 const VAC: &str = "aws.provider.extensions.gardener.cloud/enable-volume-attributes-class";
@@ -43,7 +44,10 @@ fn mutate(provider: &str, ctx: ShootContext, objects: &[Value], object: Value) -
 
 fn vac(version: &str) -> ShootContext {
     let mut s = shoot(version);
-    s.annotations.insert(VAC.into(), "true".into());
+    s.shoot
+        .metadata
+        .annotations
+        .insert(VAC.into(), "true".into());
     s
 }
 
@@ -243,11 +247,11 @@ fn aws_kcm_allocate_node_cidrs_by_ip_family() {
         ]
     );
     let mut v6 = shoot("1.34.0");
-    v6.networking.ip_families = vec!["IPv4".into(), "IPv6".into()];
+    v6.shoot.spec.networking.ip_families = Strings(vec!["IPv4".into(), "IPv6".into()]);
     let out = mutate("aws", v6, &[], input.clone());
     assert!(strings(&c0(&out)["command"]).contains(&"--allocate-node-cidrs=false"));
     let mut v6_nodes = shoot("1.34.0");
-    v6_nodes.networking.status.nodes = vec!["2001:db8::/64".into()];
+    v6_nodes.shoot.status.networking.nodes = Strings(vec!["2001:db8::/64".into()]);
     let out = mutate("aws", v6_nodes, &[], input);
     assert!(strings(&c0(&out)["command"]).contains(&"--allocate-node-cidrs=false"));
 }
@@ -264,7 +268,10 @@ fn gates_only(component: &str) {
     );
     // The annotation must parse as true (Go's ParseBool): "yes" does not.
     let mut ctx = shoot("1.33.1");
-    ctx.annotations.insert(VAC.into(), "yes".into());
+    ctx.shoot
+        .metadata
+        .annotations
+        .insert(VAC.into(), "yes".into());
     assert_eq!(mutate("aws", ctx, &[], bare(component)), bare(component));
 }
 

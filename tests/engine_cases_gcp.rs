@@ -86,7 +86,7 @@ fn gcp_kcm_allocate_node_cidrs_is_unconditional_and_strips_every_form() {
         json!({}),
     );
     let mut v6 = shoot("1.34.1");
-    v6.networking.ip_families = vec!["IPv6".into()];
+    v6.shoot.spec.networking.ip_families = scion::gardener::view::Strings(vec!["IPv6".into()]);
     for ctx in [shoot("1.34.1"), v6] {
         let out = mutate("gcp", ctx, &[], input.clone());
         assert_eq!(

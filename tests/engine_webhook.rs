@@ -198,7 +198,7 @@ fn explain_trace_says_which_rules_matched_and_why() {
         .find(|t| t.component == "kube-scheduler")
         .unwrap();
     let mut ctx = shoot("1.33.1");
-    ctx.annotations.insert(
+    ctx.shoot.metadata.annotations.insert(
         "aws.provider.extensions.gardener.cloud/enable-volume-attributes-class".into(),
         "true".into(),
     );

@@ -33,7 +33,7 @@ fn version(state: &KubeState, ns: &str) -> Option<String> {
     state
         .shoot(ns)
         .ok()
-        .map(|c| c.kubernetes_version.to_string())
+        .map(|c| c.kubernetes_version().to_string())
 }
 
 #[tokio::test]
@@ -67,8 +67,8 @@ async fn initial_list_and_watch_events_update_the_projection() {
     assert_eq!(state.cluster_count(), 2);
     let err = state.shoot("shoot--dev--broken").unwrap_err();
     assert!(
-        matches!(&err, StateError::ClusterMalformed { name, field, .. }
-            if name == "shoot--dev--broken" && field == "spec.shoot.spec.kubernetes.version"),
+        matches!(&err, StateError::ClusterMalformed(e)
+            if e.name == "shoot--dev--broken" && e.field == "spec.shoot.spec.kubernetes.version"),
         "{err}"
     );
     assert_eq!(

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
-use scion::state::{ObjectData, ObjectKind, StateError, StateSource};
+use scion::gardener::{ObjectData, ObjectKind};
+use scion::state::{StateError, StateSource};
 use serde_json::json;
 use state_support::mock_api::{next, respond, state, status_body};
 

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use state_support::{cluster_yaml, write};
 
-use scion::state::{ObjectData, ObjectKind, ObjectsDir, ObjectsDirError, StateError, StateSource};
+use scion::gardener::{ObjectData, ObjectKind};
+use scion::state::{ObjectsDir, ObjectsDirError, StateError, StateSource};
 
 fn secret(dir: &ObjectsDir, ns: &str, name: &str) -> Option<ObjectData> {
     dir.snapshot()
@@ -103,14 +104,14 @@ metadata:
     assert_eq!(
         dir.shoot("shoot--a--one")
             .unwrap()
-            .kubernetes_version
+            .kubernetes_version()
             .to_string(),
         "1.33.2"
     );
     assert_eq!(
         dir.shoot("shoot--b--two")
             .unwrap()
-            .kubernetes_version
+            .kubernetes_version()
             .to_string(),
         "1.32.0"
     );
@@ -274,7 +275,7 @@ stringData:
     // A malformed Cluster answers with its error, not "not found".
     assert!(matches!(
         dir.shoot("shoot--bad--one"),
-        Err(StateError::ClusterMalformed { ref field, .. }) if field == "spec.shoot.spec.kubernetes.version"
+        Err(StateError::ClusterMalformed(ref e)) if e.field == "spec.shoot.spec.kubernetes.version"
     ));
     assert_eq!(dir.problems(), problems);
 }
@@ -295,7 +296,7 @@ fn duplicates_are_reported_and_the_later_file_wins() {
     assert_eq!(
         dir.shoot("shoot--x--y")
             .unwrap()
-            .kubernetes_version
+            .kubernetes_version()
             .to_string(),
         "1.33.0"
     );
@@ -322,11 +323,11 @@ fn shipped_example_objects_load_cleanly() {
         ("shoot--dev--openstack", "openstack", "1.33"),
     ] {
         let ctx = dir.shoot(ns).unwrap_or_else(|e| panic!("{ns}: {e}"));
-        assert_eq!(ctx.provider_type, provider);
-        assert_eq!(ctx.seed_provider_type.as_deref(), Some(provider));
-        assert!(ctx.kubernetes_version.to_string().starts_with(version));
-        assert!(ctx.infrastructure_config.is_some() && ctx.control_plane_config.is_some());
-        assert!(!ctx.workers.is_empty());
+        assert_eq!(ctx.provider_type(), provider);
+        assert_eq!(ctx.seed_provider_type(), Some(provider));
+        assert!(ctx.kubernetes_version().to_string().starts_with(version));
+        assert!(ctx.infrastructure_config().is_some() && ctx.control_plane_config().is_some());
+        assert!(!ctx.shoot.spec.provider.workers.is_empty());
         let Some(ObjectData::Secret {
             data: Some(data),
             labels,
@@ -341,7 +342,7 @@ fn shipped_example_objects_load_cleanly() {
         assert_eq!(cp["spec"]["secretRef"]["name"], "cloudprovider");
     }
     let aws = dir.shoot("shoot--dev--aws").unwrap();
-    assert_eq!(aws.region, "eu-west-1");
+    assert_eq!(aws.region(), "eu-west-1");
     assert!(
         dir.snapshot()
             .get_object(

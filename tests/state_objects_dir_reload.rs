@@ -30,7 +30,7 @@ async fn changes_are_picked_up_live() {
     write(&d, "one.yaml", &cluster_yaml("shoot--live--one", "1.33.0"));
     eventually("edited Cluster changes", || {
         dir.shoot("shoot--live--one")
-            .is_ok_and(|c| c.kubernetes_version.to_string() == "1.33.0")
+            .is_ok_and(|c| c.kubernetes_version().to_string() == "1.33.0")
     })
     .await;
 
@@ -52,7 +52,7 @@ async fn changes_are_picked_up_live() {
     assert_eq!(
         dir.shoot("shoot--live--one")
             .unwrap()
-            .kubernetes_version
+            .kubernetes_version()
             .to_string(),
         "1.33.0"
     );
@@ -75,7 +75,7 @@ async fn changes_are_picked_up_live() {
     std::fs::rename(d.join("new/.two.yaml.tmp"), d.join("new/two.yaml")).unwrap();
     eventually("renamed file is read", || {
         dir.shoot("shoot--live--two")
-            .is_ok_and(|c| c.kubernetes_version.to_string() == "1.34.0")
+            .is_ok_and(|c| c.kubernetes_version().to_string() == "1.34.0")
     })
     .await;
     watch.abort();

@@ -2,7 +2,7 @@
 
 mod state_support;
 
-use scion::state::{StateError, project_cluster};
+use scion::gardener::{ClusterError, project_cluster};
 use serde_json::{Value, json};
 use state_support::fixture;
 
@@ -10,7 +10,7 @@ fn malformed(mutate: impl FnOnce(&mut Value)) -> (String, String, String) {
     let mut cluster = fixture("aws-ipv4.json");
     mutate(&mut cluster);
     match project_cluster(&cluster) {
-        Err(StateError::ClusterMalformed {
+        Err(ClusterError {
             name,
             field,
             reason,

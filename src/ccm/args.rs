@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::RenderError;
 use super::cloudconfig::{SecretData, openstack_user_agents};
 use super::spec::{
     Arg, ArgBuiltin, CcmSpec, Condition, Env, EnvBuiltin, EnvField, WorkloadIdentityDetection,
 };
-use super::{ControlPlane, RenderError, WORKLOAD_IDENTITY_LABEL};
-use crate::state::{ObjectData, ShootContext};
+use crate::gardener::ControlPlane;
+use crate::gardener::{ObjectData, ShootContext};
 
 /// Where the generic token kubeconfig is mounted.
 pub(super) const KUBECONFIG_DIR: &str = "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig";
@@ -42,13 +43,12 @@ pub fn uses_workload_identity(
     detection: WorkloadIdentityDetection,
     credentials: Option<&ObjectData>,
 ) -> bool {
-    let Some(ObjectData::Secret { data, labels }) = credentials else {
+    let Some(secret @ ObjectData::Secret { data, .. }) = credentials else {
         return false;
     };
     match detection {
         WorkloadIdentityDetection::PurposeLabel => {
-            labels.get(WORKLOAD_IDENTITY_LABEL.0).map(String::as_str)
-                == Some(WORKLOAD_IDENTITY_LABEL.1)
+            secret.requests_workload_identity(&BTreeMap::new())
         }
         WorkloadIdentityDetection::ExternalAccountCredentials => {
             let Some(data) = data else { return false };
@@ -69,14 +69,16 @@ pub fn uses_workload_identity(
 /// Dual-stack as GCP's values provider sees it: `ipFamilies` not exactly IPv4,
 /// or two node CIDRs in the status.
 pub(super) fn is_dual_stack(shoot: &ShootContext) -> bool {
-    let families = &shoot.networking.ip_families;
+    let families = shoot.ip_families();
     let ipv4_only = families.is_empty() || (families.len() == 1 && families[0] == "IPv4");
-    !ipv4_only || shoot.networking.status.nodes.len() == 2
+    !ipv4_only || shoot.shoot.status.networking.nodes.0.len() == 2
 }
 
 /// `spec.networking.providerConfig.overlay.enabled`; absent means enabled.
 pub(super) fn overlay_enabled(shoot: &ShootContext) -> Result<bool, RenderError> {
     match shoot
+        .shoot
+        .spec
         .networking
         .provider_config
         .as_ref()
@@ -99,8 +101,8 @@ pub(super) fn eval(condition: &Condition, facts: &Facts<'_>) -> Result<bool, Ren
         Condition::Ipv6 => facts.shoot.is_ipv6(),
         Condition::OverlayEnabled => overlay_enabled(facts.shoot)?,
         Condition::SeedInShootRegion => {
-            facts.shoot.seed_provider_type.as_deref() == Some(facts.cp.spec.type_.as_str())
-                && facts.shoot.seed_region.as_deref() == Some(facts.shoot.region.as_str())
+            facts.shoot.seed_provider_type() == Some(facts.cp.spec.type_.as_str())
+                && facts.shoot.seed_region() == Some(facts.shoot.region())
         }
         Condition::WorkloadIdentity => facts.workload_identity,
         Condition::Not(inner) => !eval(inner, facts)?,
@@ -168,8 +170,10 @@ fn expand_builtin(
     args: &mut Vec<String>,
 ) -> Result<(), RenderError> {
     let cp = facts.cp;
-    let net = &facts.shoot.networking;
-    let families = net.ip_families.len().max(1);
+    let net_spec = &facts.shoot.shoot.spec.networking;
+    let net_status = &facts.shoot.shoot.status.networking;
+    let ip_families = facts.shoot.ip_families();
+    let families = ip_families.len().max(1);
     match builtin {
         ArgBuiltin::ClusterCidr => {
             args.push(format!(
@@ -178,16 +182,22 @@ fn expand_builtin(
             ));
         }
         ArgBuiltin::ClusterCidrPerFamily => {
-            let pods = cidrs(&net.spec.pods, &net.status.pods, families, true);
+            let pods = cidrs(&net_spec.pods.0, &net_status.pods.0, families, true);
             args.push(format!("--cluster-cidr={}", pods.join(",")));
         }
         ArgBuiltin::ServiceClusterIpRange => {
-            let services = cidrs(&net.spec.services, &net.status.services, families, true);
+            let services = cidrs(&net_spec.services.0, &net_status.services.0, families, true);
             args.push(format!("--service-cluster-ip-range={}", services.join(",")));
         }
         ArgBuiltin::NodeCidrMaskSizeIpv4 => {
-            let ipv4_only = net.ip_families.len() == 1 && net.ip_families[0] == "IPv4";
-            if let Some(size) = facts.shoot.node_cidr_mask_size
+            let ipv4_only = ip_families.len() == 1 && ip_families[0] == "IPv4";
+            if let Some(size) = facts
+                .shoot
+                .shoot
+                .spec
+                .kubernetes
+                .kube_controller_manager
+                .node_cidr_mask_size
                 && ipv4_only
             {
                 args.push(format!("--node-cidr-mask-size-ipv4={size}"));
@@ -227,9 +237,7 @@ fn expand_builtin(
             }
         }
         ArgBuiltin::OpenstackUserAgents => {
-            for agent in
-                openstack_user_agents(facts.secret_data, facts.shoot.technical_id.as_deref())
-            {
+            for agent in openstack_user_agents(facts.secret_data, facts.shoot.technical_id()) {
                 args.push(format!("--user-agent={agent}"));
             }
         }

@@ -6,10 +6,11 @@ use serde_json::{Value, json};
 
 use super::args::{self, Facts, KUBECONFIG_DIR, SERVER_DIR};
 use super::cloudconfig::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_NAME, SecretData};
-use super::objects::{DEPLOYMENT, SHOOT_ACCESS_SECRET, selector_labels};
+use super::objects::{SHOOT_ACCESS_SECRET, selector_labels};
 use super::spec::{CcmSpec, CloudConfigKind};
 use super::{CCM_NAME, DesiredObject, RenderError, RenderInput};
 use crate::checksum;
+use crate::gardener::DEPLOYMENT;
 
 pub(super) struct DeploymentInput<'a> {
     pub render: &'a RenderInput<'a>,
@@ -29,7 +30,7 @@ pub(super) fn deployment(
     let namespace = cp.namespace();
     let secret_name = cp.spec.secret_ref.name.as_str();
     let wi = input.workload_identity;
-    let image = spec.image_for(&shoot.kubernetes_version, input.render.image_override)?;
+    let image = spec.image_for(shoot.kubernetes_version(), input.render.image_override)?;
     let facts = Facts {
         cp,
         shoot,
@@ -188,15 +189,7 @@ pub(super) fn deployment(
             },
         },
     });
-    Ok(DesiredObject {
-        group: DEPLOYMENT.0,
-        version: DEPLOYMENT.1,
-        kind: DEPLOYMENT.2,
-        plural: DEPLOYMENT.3,
-        name: CCM_NAME.to_string(),
-        namespace: namespace.to_string(),
-        object: body,
-    })
+    Ok(DesiredObject::new(DEPLOYMENT, CCM_NAME, namespace, body))
 }
 
 fn resources(spec: &CcmSpec) -> Value {

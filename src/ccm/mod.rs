@@ -11,26 +11,17 @@ mod objects;
 pub mod spec;
 mod spec_entries;
 mod spec_parts;
-pub mod types;
 
 use serde_json::Value;
 
 pub use args::uses_workload_identity;
 pub use objects::{DESIRED_HASH_ANNOTATION, desired_hash};
 pub use spec::{CcmSpec, SpecError, builtin_spec};
-pub use types::{
-    Cluster, ControlPlane, ControlPlaneSpec, ControlPlaneStatus, LastError, LastOperation,
-};
 
-use crate::state::{ObjectData, ShootContext};
+use crate::gardener::{ControlPlane, Gvk, ObjectData, ShootContext};
 
 /// Name of the CCM Deployment, Service and PodDisruptionBudget.
 pub const CCM_NAME: &str = "cloud-controller-manager";
-/// Label on the credentials Secret that marks workload identity.
-pub const WORKLOAD_IDENTITY_LABEL: (&str, &str) = (
-    "security.gardener.cloud/purpose",
-    "workload-identity-token-requestor",
-);
 
 /// Why rendering failed. Messages name the object and the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,6 +88,18 @@ pub struct DesiredObject {
 }
 
 impl DesiredObject {
+    pub fn new(gvk: Gvk, name: &str, namespace: &str, object: Value) -> Self {
+        DesiredObject {
+            group: gvk.group,
+            version: gvk.version,
+            kind: gvk.kind,
+            plural: gvk.plural,
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            object,
+        }
+    }
+
     /// `apiVersion` as written in the object.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
@@ -139,7 +142,7 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
     )?;
     let config_object = objects::cloud_config(input.cp, &spec.cloud_config, &config);
 
-    let hibernation = input.shoot.hibernation.enabled;
+    let hibernation = input.shoot.hibernation_enabled();
     let kas_running = input.kube_apiserver_replicas.is_some_and(|r| r > 0);
     let replicas = if hibernation && !kas_running { 0 } else { 1 };
     let requeue = hibernation && kas_running;
@@ -174,18 +177,8 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
 /// The objects scion owns for `cp`, in deletion order: the Deployment first (the
 /// CCM stops), the cloud config last. Only the identities are filled in.
 pub fn deletion_order(cp: &ControlPlane, spec: &CcmSpec) -> Vec<DesiredObject> {
-    let (group, version, kind, plural) = objects::DEPLOYMENT;
-    let deployment = DesiredObject {
-        group,
-        version,
-        kind,
-        plural,
-        name: CCM_NAME.to_string(),
-        namespace: cp.namespace().to_string(),
-        object: Value::Null,
-    };
     vec![
-        deployment,
+        objects::deployment_ref(cp),
         objects::vpa_ref(cp),
         objects::pod_disruption_budget(cp),
         objects::service(cp, spec),

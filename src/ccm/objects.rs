@@ -9,8 +9,11 @@ use sha2::{Digest, Sha256};
 
 use super::cloudconfig::CLOUD_CONFIG_NAME;
 use super::spec::{CcmSpec, ChecksumAlgorithm, CloudConfig, CloudConfigKind, Vpa};
-use super::{CCM_NAME, ControlPlane, DesiredObject};
+use super::{CCM_NAME, DesiredObject};
 use crate::checksum;
+use crate::gardener::{
+    CONFIGMAP as CONFIG_MAP, CONTROLPLANE, ControlPlane, DEPLOYMENT, Gvk, PDB, SECRET, SERVICE, VPA,
+};
 
 /// Annotation carrying the hash of the desired object; the controller skips the
 /// write when the live object carries the same hash and still matches.
@@ -23,39 +26,9 @@ pub(super) fn selector_labels() -> Value {
     json!({"app": "kubernetes", "role": CCM_NAME})
 }
 
-fn object(
-    (group, version, kind, plural): (&'static str, &'static str, &'static str, &'static str),
-    cp: &ControlPlane,
-    name: &str,
-    body: Value,
-) -> DesiredObject {
-    DesiredObject {
-        group,
-        version,
-        kind,
-        plural,
-        name: name.to_string(),
-        namespace: cp.namespace().to_string(),
-        object: body,
-    }
+fn object(gvk: Gvk, cp: &ControlPlane, name: &str, body: Value) -> DesiredObject {
+    DesiredObject::new(gvk, name, cp.namespace(), body)
 }
-
-pub(super) const DEPLOYMENT: (&str, &str, &str, &str) = ("apps", "v1", "Deployment", "deployments");
-const CONFIG_MAP: (&str, &str, &str, &str) = ("", "v1", "ConfigMap", "configmaps");
-const SECRET: (&str, &str, &str, &str) = ("", "v1", "Secret", "secrets");
-const SERVICE: (&str, &str, &str, &str) = ("", "v1", "Service", "services");
-const PDB: (&str, &str, &str, &str) = (
-    "policy",
-    "v1",
-    "PodDisruptionBudget",
-    "poddisruptionbudgets",
-);
-const VPA: (&str, &str, &str, &str) = (
-    "autoscaling.k8s.io",
-    "v1",
-    "VerticalPodAutoscaler",
-    "verticalpodautoscalers",
-);
 
 /// The cloud config object and the checksum of its data (Gardener's algorithm,
 /// computed from the rendered data instead of a live GET).
@@ -256,17 +229,13 @@ pub(super) fn vpa(cp: &ControlPlane, spec: &CcmSpec, vpa: &Vpa) -> DesiredObject
 }
 
 /// The identity of the VPA, for deletion (also when the profile has none now).
+/// The Deployment's identity, for deletion.
+pub(super) fn deployment_ref(cp: &ControlPlane) -> DesiredObject {
+    object(DEPLOYMENT, cp, CCM_NAME, Value::Null)
+}
+
 pub(super) fn vpa_ref(cp: &ControlPlane) -> DesiredObject {
-    let (group, version, kind, plural) = VPA;
-    DesiredObject {
-        group,
-        version,
-        kind,
-        plural,
-        name: format!("{CCM_NAME}-vpa"),
-        namespace: cp.namespace().to_string(),
-        object: Value::Null,
-    }
+    object(VPA, cp, &format!("{CCM_NAME}-vpa"), Value::Null)
 }
 
 /// Add the controller owner reference (when the ControlPlane has a uid) and the
@@ -274,8 +243,8 @@ pub(super) fn vpa_ref(cp: &ControlPlane) -> DesiredObject {
 pub(super) fn finish(obj: &mut DesiredObject, cp: &ControlPlane) {
     if let Some(uid) = &cp.metadata.uid {
         obj.object["metadata"]["ownerReferences"] = json!([{
-            "apiVersion": super::types::API_VERSION,
-            "kind": "ControlPlane",
+            "apiVersion": CONTROLPLANE.api_version(),
+            "kind": CONTROLPLANE.kind,
             "name": cp.name(),
             "uid": uid,
             "controller": true,

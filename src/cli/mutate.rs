@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
 use crate::mutation::{Engine, Outcome, dispatch, mutate_request};
 use crate::profile::Profile;
-use crate::state::{DecodedObject, ObjectsDir, Snapshot, StateSource, decode_object};
+use crate::state::{DecodedObject, Document, ObjectsDir, Snapshot, StateSource, decode_object};
 
 /// Output format of `scion mutate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -191,8 +191,8 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
 /// Load the Cluster, Secret and ConfigMap manifests of `text` (multi-document
 /// YAML or JSON) into `snapshot`, decoded exactly as the objects directory does.
 fn load_manifests_into(snapshot: &mut Snapshot, text: &str) -> anyhow::Result<()> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)?;
-    for doc in docs.into_iter().filter(|d| !d.is_null()) {
+    let docs: Vec<Document> = serde_saphyr::from_multiple(text)?;
+    for doc in docs.into_iter().filter(|d| !d.value.is_null()) {
         match decode_object(doc).map_err(|e| anyhow::anyhow!(e))? {
             DecodedObject::Shoot(shoot) => snapshot.insert_shared_shoot(shoot),
             DecodedObject::MalformedCluster(err) => return Err(err.into()),

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
-use crate::ccm::{self, ControlPlane, RenderInput};
-use crate::state::{ObjectData, ObjectKind, ObjectsDir, ShootContext, StateSource};
+use crate::ccm::{self, RenderInput};
+use crate::gardener::ControlPlane;
+use crate::gardener::{ObjectData, ObjectKind, ShootContext};
+use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
 #[derive(Debug, Args)]

@@ -1,8 +1,8 @@
 //! Pure decisions of the reconciler (Gardener's predicates, operation annotation
 //! wrapper and operation type resolution, §4.2–4.3).
 
-use crate::ccm::ControlPlane;
-use crate::state::ShootContext;
+use crate::gardener::ControlPlane;
+use crate::gardener::ShootContext;
 
 /// Annotation gardenlet uses to request operations.
 pub const OPERATION_ANNOTATION: &str = "gardener.cloud/operation";
@@ -100,6 +100,8 @@ pub fn operation_annotation(cp: &ControlPlane) -> Option<&str> {
 /// `ShootNotFailedPredicate` / reconciler step 3.
 pub fn shoot_failed(shoot: &ShootContext) -> bool {
     shoot
+        .shoot
+        .status
         .last_operation
         .as_ref()
         .is_some_and(|op| op.state == "Failed")
@@ -183,7 +185,7 @@ pub fn has_finalizer(cp: &ControlPlane) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ccm::{ControlPlaneStatus, LastOperation as CpLastOperation};
+    use crate::gardener::{ControlPlaneStatus, LastOperation as CpLastOperation};
 
     fn cp(
         last: Option<(&str, &str)>,

@@ -17,8 +17,9 @@ use super::operation::{
     self, FINALIZER, FORCE_DELETION_ANNOTATION, Gate, OPERATION_ANNOTATION, OperationType,
 };
 use super::{Context, Error, REQUEUE_AFTER, status};
-use crate::ccm::{self, ControlPlane, RenderInput};
-use crate::state::{ObjectKind, ShootContext};
+use crate::ccm::{self, RenderInput};
+use crate::gardener::ControlPlane;
+use crate::gardener::{ObjectKind, ShootContext};
 
 /// Labels of the CCM objects the controller watches for drift.
 const OWNED_SELECTOR: &str = "app=kubernetes,role=cloud-controller-manager";
@@ -153,7 +154,7 @@ async fn apply_desired(
         .state
         .object(ObjectKind::Secret, secret_ns, &cp.spec.secret_ref.name)
         .await?;
-    let kube_apiserver_replicas = if shoot.hibernation.enabled {
+    let kube_apiserver_replicas = if shoot.hibernation_enabled() {
         Api::<Deployment>::namespaced(ctx.client.clone(), namespace)
             .get_opt("kube-apiserver")
             .await

@@ -13,8 +13,8 @@ use super::primitives::{
 };
 use super::sidecar::{sidecar_container, wants_workload_identity};
 use crate::checksum::{configmap_checksum, secret_checksum};
+use crate::gardener::{ObjectData, ObjectKind};
 use crate::profile::Action;
-use crate::state::{ObjectData, ObjectKind};
 
 pub use super::context::ApplyContext;
 

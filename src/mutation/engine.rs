@@ -14,8 +14,8 @@ use super::dispatch::Target;
 use super::draft::{Draft, Place};
 use super::footprint::footprint;
 use crate::admission::{Denial, ObjectReach};
+use crate::gardener::{ObjectKind, ShootContext};
 use crate::profile::{Action, Profile};
-use crate::state::{ObjectKind, ShootContext};
 
 /// A provider profile ready to mutate objects. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -124,7 +124,7 @@ impl Engine {
             .unwrap_or(&shoot.cluster_name);
         let ctx = ApplyContext {
             namespace,
-            region: &shoot.region,
+            region: shoot.region(),
             objects,
             sidecar_image: self.sidecar_image.as_deref(),
         };

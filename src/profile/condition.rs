@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::state::ShootContext;
+use crate::gardener::ShootContext;
 
 /// A Kubernetes version range such as `">= 1.31, < 1.34"`: comma-separated
 /// comparisons that must all hold. Versions are `MAJOR.MINOR[.PATCH]` (missing
@@ -130,10 +130,13 @@ impl Condition {
     /// Evaluate against the shoot.
     pub fn eval(&self, shoot: &ShootContext) -> bool {
         match self {
-            Condition::Kubernetes(range) => range.contains(&shoot.kubernetes_version),
+            Condition::Kubernetes(range) => range.contains(shoot.kubernetes_version()),
             Condition::WorkerKubernetes { pool, range } => match pool {
                 Some(pool) => range.contains(shoot.worker_version(pool)),
                 None => shoot
+                    .shoot
+                    .spec
+                    .provider
                     .workers
                     .iter()
                     .any(|w| range.contains(shoot.worker_version(&w.name))),
@@ -142,8 +145,7 @@ impl Condition {
             Condition::AnnotationTrue(key) => shoot.annotation_is_true(key),
             Condition::InfrastructureConfig { path, test } => {
                 let field = shoot
-                    .infrastructure_config
-                    .as_ref()
+                    .infrastructure_config()
                     .and_then(|cfg| path.iter().try_fold(cfg, |v, key| v.get(key)));
                 match test {
                     FieldTest::Equals(want) => field == Some(want),
@@ -162,7 +164,7 @@ impl Condition {
         match self {
             Condition::Kubernetes(range) => format!(
                 "kubernetes {} in \"{range}\": {}",
-                shoot.kubernetes_version,
+                shoot.kubernetes_version(),
                 verdict(self.eval(shoot))
             ),
             Condition::WorkerKubernetes { pool, range } => format!(
@@ -179,7 +181,7 @@ impl Condition {
             Condition::AnnotationTrue(key) => format!(
                 "annotation {key} is true (value {:?}): {}",
                 shoot
-                    .annotations
+                    .annotations()
                     .get(key)
                     .map(String::as_str)
                     .unwrap_or("<unset>"),

@@ -7,10 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use serde_json::Value;
-
-use super::PrunedObject;
-use super::objects::{DecodedObject, decode_object, list_items};
+use super::objects::{DecodedObject, Document, decode_object};
 
 /// A problem with one file (or one object in it). The others still load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +159,7 @@ fn read_file(path: &Path) -> FileResult {
     let mut objects = Vec::new();
     let mut problems = Vec::new();
     let several = documents.len() > 1;
-    for (index, mut document) in documents.into_iter().enumerate() {
+    for (index, document) in documents.into_iter().enumerate() {
         let at = |message: String| {
             if several {
                 problem(path, format!("document {}: {message}", index + 1))
@@ -170,10 +167,9 @@ fn read_file(path: &Path) -> FileResult {
                 problem(path, message)
             }
         };
-        let items = match list_items(&mut document) {
-            None => vec![document],
-            Some(Ok(items)) => items,
-            Some(Err(e)) => {
+        let items = match document.into_objects() {
+            Ok(items) => items,
+            Err(e) => {
                 problems.push(at(e));
                 continue;
             }
@@ -195,11 +191,11 @@ fn read_file(path: &Path) -> FileResult {
     Ok((objects, problems))
 }
 
-fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem> {
+fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Document>, LoadProblem> {
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json");
     if is_json {
-        return serde_json::from_slice::<PrunedObject>(bytes)
-            .map(|PrunedObject(v)| vec![v])
+        return serde_json::from_slice::<Document>(bytes)
+            .map(|d| vec![d])
             .map_err(|e| LoadProblem {
                 path: path.to_path_buf(),
                 line: Some(e.line() as u64),
@@ -213,7 +209,7 @@ fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem>
             format!("not UTF-8 text (at byte {})", e.valid_up_to()),
         )
     })?;
-    let documents: Vec<PrunedObject> = serde_saphyr::from_multiple(text).map_err(|e| {
+    let documents: Vec<Document> = serde_saphyr::from_multiple(text).map_err(|e| {
         let location = e.location();
         LoadProblem {
             path: path.to_path_buf(),
@@ -224,8 +220,7 @@ fn parse_documents(path: &Path, bytes: &[u8]) -> Result<Vec<Value>, LoadProblem>
     })?;
     Ok(documents
         .into_iter()
-        .map(|PrunedObject(v)| v)
-        .filter(|v| !v.is_null())
+        .filter(|d| !d.value.is_null())
         .collect())
 }
 

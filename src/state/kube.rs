@@ -2,26 +2,20 @@
 //! projection, and live, time-bounded GETs for Secrets and ConfigMaps (no Secret
 //! cache: provider-aws#790).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
-use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource};
-use serde::Deserialize;
-use serde_json::Value;
+use kube::{Api, Client};
 use tokio::sync::watch as signal;
 
-use super::{
-    ObjectData, ObjectKind, PrunedObject, ShootContext, StateError, StateSource, project_cluster,
-};
+use super::{StateError, StateSource};
+use crate::gardener::{ClusterObject, ObjectData, ObjectKind, ShootContext};
 
 /// Settings of the API source.
 #[derive(Debug, Clone)]
@@ -93,7 +87,7 @@ impl KubeState {
             match event {
                 Ok(Event::Init) => relist = Some(HashMap::new()),
                 Ok(Event::InitApply(cluster)) => {
-                    if let Some((name, entry)) = cluster.into_entry() {
+                    if let Some((name, entry)) = entry(cluster) {
                         relist.get_or_insert_with(HashMap::new).insert(name, entry);
                     }
                 }
@@ -105,7 +99,7 @@ impl KubeState {
                     tracing::info!(clusters = count, "Cluster list synced");
                 }
                 Ok(Event::Apply(cluster)) => {
-                    if let Some((name, entry)) = cluster.into_entry() {
+                    if let Some((name, entry)) = entry(cluster) {
                         self.write().insert(name, entry);
                     }
                 }
@@ -158,7 +152,7 @@ impl KubeState {
             }
         };
         let error = |reason: String| StateError::Api {
-            kind: kind_name(kind),
+            kind: kind.word(),
             namespace: namespace.to_string(),
             name: name.to_string(),
             reason,
@@ -196,14 +190,6 @@ impl StateSource for KubeState {
 
     fn is_synced(&self) -> bool {
         *self.synced.borrow()
-    }
-}
-
-/// The name Gardener's messages use ("could not get secret 'ns/name': ...").
-fn kind_name(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Secret => "secret",
-        ObjectKind::ConfigMap => "configmap",
     }
 }
 
@@ -253,69 +239,13 @@ fn configmap_data(configmap: ConfigMap) -> ObjectData {
     }
 }
 
-/// A `Cluster` as the watcher decodes it: pruned while parsing (see
-/// [`PrunedObject`]) and projected at once; the JSON is not kept.
-#[derive(Debug, Clone)]
-struct ClusterObject {
-    metadata: ObjectMeta,
-    projection: Entry,
-}
-
-impl ClusterObject {
-    fn into_entry(self) -> Option<(String, Entry)> {
-        let name = self.metadata.name?;
-        if let Err(e) = &self.projection {
-            tracing::warn!(cluster = %name, error = %e, "Cluster cannot be used");
-        }
-        Some((name, self.projection))
-    }
-}
-
-impl<'de> Deserialize<'de> for ClusterObject {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let PrunedObject(value) = PrunedObject::deserialize(deserializer)?;
-        // Only what the watcher needs, read leniently: a bad field must not
-        // fail the whole list page.
-        let text = |key: &str| {
-            value
-                .pointer(&format!("/metadata/{key}"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        let metadata = ObjectMeta {
-            name: text("name"),
-            resource_version: text("resourceVersion"),
-            uid: text("uid"),
-            ..ObjectMeta::default()
-        };
-        let projection = project_cluster(&value).map(Arc::new);
-        Ok(ClusterObject {
-            metadata,
-            projection,
-        })
-    }
-}
-
-impl Resource for ClusterObject {
-    type DynamicType = ();
-    type Scope = ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("Cluster")
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("extensions.gardener.cloud")
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("v1alpha1")
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("clusters")
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
+/// A watched Cluster as the state keeps it: its name and its shoot context
+/// (or why it cannot be used, logged once here).
+fn entry(cluster: ClusterObject) -> Option<(String, Entry)> {
+    let name = cluster.metadata.name?;
+    let entry = cluster.context.map(Arc::new).map_err(|e| {
+        tracing::warn!(cluster = %name, error = %e, "Cluster cannot be used");
+        StateError::from(e)
+    });
+    Some((name, entry))
 }

@@ -1,23 +1,226 @@
-//! Decoding one Kubernetes object (as read from a file) into what the state
-//! keeps: a shoot context, Secret/ConfigMap data, or a raw ControlPlane.
+//! Decoding one Kubernetes object read from a file into what the state keeps:
+//! a shoot context, Secret/ConfigMap data, or a raw ControlPlane.
+//!
+//! A file is decoded straight from its text into [`Document`]s: object
+//! metadata without `managedFields` and the last-applied annotation
+//! ([`Metadata`]), a Cluster's `spec.shoot`/`seed`/`cloudProfile` as the
+//! shoot-context view ([`SpecParts`], which skips everything the context does
+//! not hold), everything else whole (Secrets, ConfigMaps and ControlPlanes are
+//! small). The kind is known only once the whole document is read, so every
+//! document is decoded this way and sorted afterwards.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::{ObjectData, ShootContext, StateError, project_cluster};
+use super::StateError;
+use crate::gardener::cluster::SpecParts;
+use crate::gardener::{self, DecodedSpec, Metadata, ObjectData, ShootContext};
 
-/// API group of `Cluster` and `ControlPlane`.
-const EXTENSIONS_GROUP: &str = "extensions.gardener.cloud";
+/// One object as read from a file: its JSON (spec without the Cluster parts)
+/// and, when its spec had Cluster parts, their decoded view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The object, `null` for an empty YAML document.
+    pub value: Value,
+    /// `spec.shoot`, `spec.seed` and `spec.cloudProfile` as the shoot-context
+    /// view, when the spec had any of them.
+    pub cluster_spec: Option<DecodedSpec>,
+    /// The `items` of a `kind: List`, each a document.
+    pub items: Option<Vec<Document>>,
+}
+
+impl<'de> Deserialize<'de> for Document {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DocumentVisitor)
+    }
+}
+
+struct DocumentVisitor;
+
+impl<'de> Visitor<'de> for DocumentVisitor {
+    type Value = Document;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document, A::Error> {
+        let mut out = Map::new();
+        let mut cluster_spec = None;
+        let mut items = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "metadata" => {
+                    out.insert(key, map.next_value_seed(Metadata)?);
+                }
+                "spec" => {
+                    let (spec, parts) = map.next_value_seed(SpecSeed)?;
+                    out.insert(key, spec);
+                    cluster_spec = parts;
+                }
+                "items" => {
+                    items = map.next_value::<Option<Vec<Document>>>()?;
+                }
+                _ => {
+                    out.insert(key, map.next_value()?);
+                }
+            }
+        }
+        Ok(Document {
+            value: Value::Object(out),
+            cluster_spec,
+            items,
+        })
+    }
+
+    fn visit_unit<E>(self) -> Result<Document, E> {
+        Ok(Document::plain(Value::Null))
+    }
+
+    fn visit_none<E>(self) -> Result<Document, E> {
+        Ok(Document::plain(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Document, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Document, A::Error> {
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Document::plain)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Document, E> {
+        Ok(Document::plain(Value::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Document, E> {
+        Ok(Document::plain(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Document, E> {
+        Ok(Document::plain(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Document, E> {
+        Ok(Document::plain(
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Document, E> {
+        Ok(Document::plain(Value::String(v.to_string())))
+    }
+}
+
+/// A `spec`: the Cluster parts as views, every other key whole.
+struct SpecSeed;
+
+impl<'de> DeserializeSeed<'de> for SpecSeed {
+    type Value = (Value, Option<DecodedSpec>);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SpecSeed {
+    type Value = (Value, Option<DecodedSpec>);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a spec")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut rest = Map::new();
+        let mut parts: Option<SpecParts> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if SpecParts::KEYS.contains(&key.as_str()) {
+                parts
+                    .get_or_insert_with(SpecParts::default)
+                    .read_value(&key, &mut map)?;
+            } else {
+                rest.insert(key, map.next_value()?);
+            }
+        }
+        Ok((Value::Object(rest), parts.map(SpecParts::finish)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|v| (v, None))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok((Value::Null, None))
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok((Value::Null, None))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok((Value::Bool(v), None))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok((v.into(), None))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok((v.into(), None))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok((
+            serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+            None,
+        ))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((Value::String(v.to_string()), None))
+    }
+}
+
+impl Document {
+    fn plain(value: Value) -> Document {
+        Document {
+            value,
+            cluster_spec: None,
+            items: None,
+        }
+    }
+
+    /// The documents a file document stands for: the items of a `kind: List`
+    /// (or `SecretList`, ...), else itself.
+    pub fn into_objects(self) -> Result<Vec<Document>, String> {
+        let kind = str_field(&self.value, "kind").unwrap_or_default();
+        if !kind.ends_with("List") {
+            return Ok(vec![self]);
+        }
+        match (self.items, self.value.get("items")) {
+            (Some(items), _) => Ok(items),
+            (None, None | Some(Value::Null)) => Ok(Vec::new()),
+            (None, Some(_)) => Err(format!("{kind}: items: expected a list")),
+        }
+    }
+}
 
 /// One decoded object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodedObject {
-    /// A `Cluster` (extensions.gardener.cloud), projected.
+    /// A `Cluster` (extensions.gardener.cloud), as its shoot context.
     Shoot(Arc<ShootContext>),
-    /// A `Cluster` that could not be projected; its lookups answer with this error.
+    /// A `Cluster` that cannot be used; its lookups answer with this error.
     MalformedCluster(StateError),
     /// A Secret or ConfigMap (core/v1).
     Object {
@@ -35,9 +238,14 @@ pub enum DecodedObject {
     Ignored { api_version: String, kind: String },
 }
 
-/// Decode one object (not a `List`; see [`list_items`]). `Err` names the object
-/// and the field that is wrong.
-pub fn decode_object(object: Value) -> Result<DecodedObject, String> {
+/// Decode one object (not a `List`; see [`Document::into_objects`]). `Err`
+/// names the object and the field that is wrong.
+pub fn decode_object(document: Document) -> Result<DecodedObject, String> {
+    let Document {
+        value: object,
+        cluster_spec,
+        ..
+    } = document;
     let kind = str_field(&object, "kind").unwrap_or_default().to_string();
     let api_version = str_field(&object, "apiVersion")
         .unwrap_or_default()
@@ -46,60 +254,48 @@ pub fn decode_object(object: Value) -> Result<DecodedObject, String> {
         return Err("not a Kubernetes object: apiVersion and kind are required".into());
     }
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    match (group, kind.as_str()) {
-        (EXTENSIONS_GROUP, "Cluster") => Ok(match project_cluster(&object) {
-            Ok(ctx) => DecodedObject::Shoot(Arc::new(ctx)),
-            Err(e) => DecodedObject::MalformedCluster(e),
-        }),
-        (EXTENSIONS_GROUP, "ControlPlane") => {
-            let (namespace, name) = namespaced_name(&object, &kind)?;
-            Ok(DecodedObject::ControlPlane {
-                namespace,
-                name,
-                object,
-            })
-        }
-        ("", "Secret") => {
-            let (namespace, name) = namespaced_name(&object, &kind)?;
-            let data =
-                secret_data(&object).map_err(|e| format!("Secret {namespace}/{name}: {e}"))?;
-            let labels = labels(&object).map_err(|e| format!("Secret {namespace}/{name}: {e}"))?;
-            Ok(DecodedObject::Object {
-                namespace,
-                name,
-                data: ObjectData::Secret { data, labels },
-            })
-        }
-        ("", "ConfigMap") => {
-            let (namespace, name) = namespaced_name(&object, &kind)?;
-            let at = |e| format!("ConfigMap {namespace}/{name}: {e}");
-            let data = match object.get("data").filter(|v| !v.is_null()) {
-                None => None,
-                Some(v) => Some(string_map(v, "data").map_err(at)?),
-            };
-            let labels = labels(&object).map_err(at)?;
-            Ok(DecodedObject::Object {
-                namespace,
-                name,
-                data: ObjectData::ConfigMap { data, labels },
-            })
-        }
-        _ => Ok(DecodedObject::Ignored { api_version, kind }),
+    let is = |gvk: &gardener::Gvk| gvk.group == group && gvk.kind == kind;
+    if is(&gardener::CLUSTER) {
+        return Ok(
+            match ShootContext::assemble(object.get("metadata"), cluster_spec) {
+                Ok(ctx) => DecodedObject::Shoot(Arc::new(ctx)),
+                Err(e) => DecodedObject::MalformedCluster(e.into()),
+            },
+        );
     }
-}
-
-/// The `items` of a `kind: List` (or `SecretList`, ...), or `None` if `object`
-/// is not a list.
-pub(crate) fn list_items(object: &mut Value) -> Option<Result<Vec<Value>, String>> {
-    let kind = str_field(object, "kind")?.to_string();
-    if !kind.ends_with("List") {
-        return None;
+    if is(&gardener::CONTROLPLANE) {
+        let (namespace, name) = namespaced_name(&object, &kind)?;
+        return Ok(DecodedObject::ControlPlane {
+            namespace,
+            name,
+            object,
+        });
     }
-    Some(match object.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => Ok(items),
-        Some(Value::Null) | None => Ok(Vec::new()),
-        Some(_) => Err(format!("{kind}: items: expected a list")),
-    })
+    if is(&gardener::SECRET) {
+        let (namespace, name) = namespaced_name(&object, &kind)?;
+        let data = secret_data(&object).map_err(|e| format!("Secret {namespace}/{name}: {e}"))?;
+        let labels = labels(&object).map_err(|e| format!("Secret {namespace}/{name}: {e}"))?;
+        return Ok(DecodedObject::Object {
+            namespace,
+            name,
+            data: ObjectData::Secret { data, labels },
+        });
+    }
+    if is(&gardener::CONFIGMAP) {
+        let (namespace, name) = namespaced_name(&object, &kind)?;
+        let at = |e| format!("ConfigMap {namespace}/{name}: {e}");
+        let data = match object.get("data").filter(|v| !v.is_null()) {
+            None => None,
+            Some(v) => Some(string_map(v, "data").map_err(at)?),
+        };
+        let labels = labels(&object).map_err(at)?;
+        return Ok(DecodedObject::Object {
+            namespace,
+            name,
+            data: ObjectData::ConfigMap { data, labels },
+        });
+    }
+    Ok(DecodedObject::Ignored { api_version, kind })
 }
 
 fn str_field<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
@@ -185,4 +381,62 @@ fn secret_data(object: &Value) -> Result<Option<BTreeMap<String, Vec<u8>>>, Stri
         }
     }
     Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn document(value: &Value) -> Document {
+        serde_json::from_str(&value.to_string()).unwrap()
+    }
+
+    #[test]
+    fn small_objects_are_kept_whole_but_without_managed_fields_and_last_applied() {
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "n", "labels": {"a": "b"},
+                "managedFields": [{"manager": "x"}],
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "me"}},
+            "data": {"k": "dg=="}
+        });
+        let doc = document(&secret);
+        assert_eq!(
+            doc.value,
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "s", "namespace": "n", "labels": {"a": "b"},
+                    "annotations": {"keep": "me"}},
+                "data": {"k": "dg=="}})
+        );
+        assert!(doc.cluster_spec.is_none());
+    }
+
+    #[test]
+    fn list_items_are_documents_and_clusters_decode_to_their_context() {
+        let cluster = json!({
+            "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": "c"},
+            "spec": {
+                "shoot": {"spec": {"kubernetes": {"version": "1.33.1", "kubeAPIServer": {"x": 1}},
+                    "provider": {"type": "aws", "workers": [{"name": "w", "machine": {"type": "m5"}}]}},
+                    "status": {"constraints": []}},
+                "seed": {"spec": {"provider": {"type": "gcp", "region": "x"}, "dns": {}}},
+                "cloudProfile": {"spec": {"machineTypes": [1, 2],
+                    "providerConfig": {"kind": "C", "machineImages": [1], "keystoneURL": "u"}}}
+            }
+        });
+        let list = document(&json!({"kind": "List", "items": [cluster.clone()]}));
+        let mut items = list.into_objects().unwrap();
+        assert_eq!(items.len(), 1);
+        let Ok(DecodedObject::Shoot(ctx)) = decode_object(items.remove(0)) else {
+            panic!("not a shoot");
+        };
+        assert_eq!(*ctx, gardener::project_cluster(&cluster).unwrap());
+        assert_eq!(ctx.seed_region(), Some("x"));
+        assert_eq!(
+            ctx.cloud_profile_config(),
+            Some(&json!({"kind": "C", "keystoneURL": "u"}))
+        );
+    }
 }

@@ -24,7 +24,8 @@ use serde_json::Value;
 
 use super::files::{LoadProblem, Stamp, problem, read_files, scan};
 use super::objects::DecodedObject;
-use super::{ObjectData, ObjectKind, ShootContext, Snapshot, StateError, StateSource};
+use super::{Snapshot, StateError, StateSource};
+use crate::gardener::{ObjectData, ObjectKind, ShootContext};
 
 /// Errors that stop the objects directory from being used at all.
 #[derive(Debug, thiserror::Error)]
@@ -236,8 +237,8 @@ fn build_snapshot<'a>(
                     snapshot.insert_shared_shoot(ctx.clone());
                 }
                 DecodedObject::MalformedCluster(e) => {
-                    if let StateError::ClusterMalformed { name, .. } = e {
-                        duplicate(format!("Cluster {name}"), path);
+                    if let StateError::ClusterMalformed(e) = e {
+                        duplicate(format!("Cluster {}", e.name), path);
                     }
                     snapshot.insert_malformed(e.clone());
                 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{ObjectData, ObjectKind, ShootContext, StateError, StateSource};
+use super::{StateError, StateSource};
+use crate::gardener::{ObjectData, ObjectKind, ShootContext};
 
 /// Shoot contexts by namespace, Secrets/ConfigMaps by (kind, namespace, name),
 /// and raw ControlPlanes by (namespace, name).
@@ -38,10 +39,9 @@ impl Snapshot {
     /// [`StateError::ClusterMalformed`] naming it); replaces its context.
     pub fn insert_malformed(&mut self, error: StateError) {
         let name = match &error {
-            StateError::ClusterMalformed { name, .. } | StateError::ClusterNotFound { name } => {
-                name.clone()
-            }
-            StateError::ObjectNotFound { .. } | StateError::Api { .. } => return,
+            StateError::ClusterMalformed(e) => e.name.clone(),
+            StateError::ClusterNotFound { name } => name.clone(),
+            StateError::Api { .. } => return,
         };
         self.shoots.remove(&name);
         self.malformed.insert(name, error);
@@ -66,10 +66,7 @@ impl Snapshot {
 
     /// Add (or replace) a Secret or ConfigMap.
     pub fn insert_object(&mut self, namespace: &str, name: &str, data: ObjectData) {
-        let kind = match data {
-            ObjectData::Secret { .. } => ObjectKind::Secret,
-            ObjectData::ConfigMap { .. } => ObjectKind::ConfigMap,
-        };
+        let kind = data.kind();
         self.objects
             .insert((kind, namespace.to_string(), name.to_string()), data);
     }

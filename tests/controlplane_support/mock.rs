@@ -7,9 +7,11 @@ use std::time::Duration;
 use super::*;
 use http::{Request, Response};
 use kube::client::Body;
-use scion::ccm::{self, ControlPlane, RenderInput, builtin_spec};
+use scion::ccm::{self, RenderInput, builtin_spec};
 use scion::controller::{self, Context};
-use scion::state::{ShootContext, Snapshot};
+use scion::gardener::ShootContext;
+use scion::gardener::{ControlPlane, ControlPlaneStatus, LastOperation};
+use scion::state::Snapshot;
 use serde_json::{Value, json};
 
 pub const CP_PATH: &str = "/apis/extensions.gardener.cloud/v1alpha1/namespaces/shoot--foo--bar/controlplanes/control-plane";
@@ -133,8 +135,8 @@ pub fn with_finalizer(mut cp: ControlPlane) -> ControlPlane {
 }
 
 pub fn succeeded(mut cp: ControlPlane) -> ControlPlane {
-    cp.status = Some(ccm::ControlPlaneStatus {
-        last_operation: Some(ccm::LastOperation {
+    cp.status = Some(ControlPlaneStatus {
+        last_operation: Some(LastOperation {
             type_: "Reconcile".into(),
             state: "Succeeded".into(),
             progress: 100,

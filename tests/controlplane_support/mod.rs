@@ -4,10 +4,9 @@
 pub mod mock;
 pub mod providers;
 
-use std::collections::BTreeMap;
-
-use scion::ccm::ControlPlane;
-use scion::state::{Hibernation, Networking, ObjectData, ShootContext};
+use scion::gardener::cluster::CloudProfileConfig;
+use scion::gardener::view::Strings;
+use scion::gardener::{ControlPlane, ObjectData, ShootContext};
 use serde_json::{Value, json};
 
 pub const NS: &str = "shoot--foo--bar";
@@ -19,41 +18,32 @@ pub fn shoot(ip_families: &[&str], hibernated: bool) -> ShootContext {
     } else {
         "100.96.0.0/11"
     };
-    let mut networking = Networking {
-        ip_families: ip_families.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    };
-    networking.spec.pods = vec![pods.to_string()];
-    networking.status.pods = vec![pods.to_string()];
+    let mut s = ShootContext::new(NS, semver::Version::new(1, 33, 4));
+    s.resource_version = Some("7".into());
+    s.generic_token_kubeconfig_secret = "generic-token-kubeconfig-92e9ae14".into();
+    s.shoot.spec.networking.ip_families =
+        Strings(ip_families.iter().map(|s| s.to_string()).collect());
+    s.shoot.spec.networking.pods = Strings(vec![pods.to_string()]);
+    s.shoot.status.networking.pods = Strings(vec![pods.to_string()]);
     if ip_families.len() == 2 {
-        networking.status.pods.push("2001:db8:1::/48".to_string());
+        s.shoot
+            .status
+            .networking
+            .pods
+            .0
+            .push("2001:db8:1::/48".to_string());
     }
-    ShootContext {
-        cluster_name: NS.to_string(),
-        resource_version: Some("7".into()),
-        generic_token_kubeconfig_secret: "generic-token-kubeconfig-92e9ae14".into(),
-        kubernetes_version: semver::Version::new(1, 33, 4),
-        workers: vec![],
-        networking,
-        node_cidr_mask_size: None,
-        region: "eu-west-1".into(),
-        annotations: BTreeMap::new(),
-        provider_type: "aws".into(),
-        infrastructure_config: None,
-        control_plane_config: None,
-        hibernation: Hibernation {
-            enabled: hibernated,
-            is_hibernated: hibernated,
-        },
-        last_operation: None,
-        technical_id: Some(NS.into()),
-        deletion_timestamp: None,
-        seed_provider_type: Some("aws".into()),
-        seed_region: Some("eu-west-1".into()),
-        cloud_profile_config: Some(
-            json!({"keystoneURL": "https://keystone.example.com/v3/", "requestTimeout": "60s"}),
-        ),
-    }
+    s.shoot.spec.region = "eu-west-1".into();
+    s.shoot.spec.provider.type_ = "aws".into();
+    s.shoot.spec.hibernation.enabled = hibernated;
+    s.shoot.status.is_hibernated = hibernated;
+    s.shoot.status.technical_id = Some(NS.into());
+    s.seed.spec.provider.type_ = Some("aws".into());
+    s.seed.spec.provider.region = Some("eu-west-1".into());
+    s.cloud_profile.spec.provider_config = CloudProfileConfig(Some(
+        json!({"keystoneURL": "https://keystone.example.com/v3/", "requestTimeout": "60s"}),
+    ));
+    s
 }
 
 pub fn aws_cp(provider_config: Option<Value>, subnets: Value) -> ControlPlane {

@@ -1,8 +1,9 @@
 //! Fixtures for the gcp, azure and alicloud CCM sections, shaped like the
 //! providers' `example/30-controlplane.yaml`.
 
-use scion::ccm::ControlPlane;
-use scion::state::{ObjectData, ShootContext, WorkerPool};
+use scion::gardener::cluster::Worker;
+use scion::gardener::view::Strings;
+use scion::gardener::{ControlPlane, ObjectData, ShootContext};
 use serde_json::{Value, json};
 
 use super::{NS, secret, shoot};
@@ -41,15 +42,21 @@ pub fn provider_shoot(
     hibernated: bool,
 ) -> ShootContext {
     let mut s = shoot(ip_families, hibernated);
-    s.provider_type = provider.into();
-    s.region = region.into();
-    s.seed_provider_type = Some(provider.into());
-    s.seed_region = Some(region.into());
-    s.networking.spec.services = vec!["100.64.0.0/13".into()];
-    s.networking.status.services = vec!["100.64.0.0/13".into()];
+    s.shoot.spec.provider.type_ = provider.into();
+    s.shoot.spec.region = region.into();
+    s.seed.spec.provider.type_ = Some(provider.into());
+    s.seed.spec.provider.region = Some(region.into());
+    s.shoot.spec.networking.services = Strings(vec!["100.64.0.0/13".into()]);
+    s.shoot.status.networking.services = Strings(vec!["100.64.0.0/13".into()]);
     if ip_families.len() == 2 {
-        s.networking.status.services.push("2001:db8:2::/108".into());
-        s.networking.status.nodes = vec!["10.250.0.0/16".into(), "2001:db8:3::/64".into()];
+        s.shoot
+            .status
+            .networking
+            .services
+            .0
+            .push("2001:db8:2::/108".into());
+        s.shoot.status.networking.nodes =
+            Strings(vec!["10.250.0.0/16".into(), "2001:db8:3::/64".into()]);
     }
     s
 }
@@ -132,16 +139,16 @@ pub fn azure_cp(infra_extra: Value) -> ControlPlane {
 /// An azure shoot with two pools (maximum 40 and 80, so the rate limits are 120).
 pub fn azure_shoot(ip_families: &[&str], hibernated: bool) -> ShootContext {
     let mut s = provider_shoot("azure", "westeurope", ip_families, hibernated);
-    s.workers = vec![
-        WorkerPool {
+    s.shoot.spec.provider.workers = vec![
+        Worker {
             name: "small".into(),
-            kubernetes_version: None,
             maximum: 40,
+            ..Worker::default()
         },
-        WorkerPool {
+        Worker {
             name: "large".into(),
-            kubernetes_version: None,
             maximum: 80,
+            ..Worker::default()
         },
     ];
     s

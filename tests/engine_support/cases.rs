@@ -1,7 +1,7 @@
 //! Builders and assertions shared by the ensurer-case tests of gcp, azure and
 //! alicloud (engine_cases_gcp.rs, engine_cases_azure_alicloud.rs).
 
-use scion::state::ShootContext;
+use scion::gardener::ShootContext;
 use serde_json::{Value, json};
 
 use super::{NS, mutator, request, run, shoot, snapshot};
@@ -34,7 +34,7 @@ pub fn mutate(provider: &str, ctx: ShootContext, objects: &[Value], object: Valu
 
 pub fn vac(provider: &str, version: &str) -> ShootContext {
     let mut s = shoot(version);
-    s.annotations.insert(
+    s.shoot.metadata.annotations.insert(
         format!("{provider}.provider.extensions.gardener.cloud/enable-volume-attributes-class"),
         "true".into(),
     );

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+use scion::gardener::view::Strings;
+use scion::gardener::{ObjectData, ObjectKind, ShootContext};
 use scion::mutation::{Engine, TARGETS, Target, WebhookMutator};
 use scion::profile::{BUILTIN_PROVIDERS, Profile};
-use scion::state::{ObjectData, ObjectKind, ShootContext, Snapshot};
+use scion::state::Snapshot;
 use serde_json::{Map, Value, json};
 
 use super::{NS, shoot};
@@ -87,8 +89,9 @@ pub fn shoot_strategy() -> impl Strategy<Value = Shoot> {
 
 pub fn context(s: &Shoot) -> ShootContext {
     let mut ctx = shoot(&format!("1.{}.{}", s.minor, s.patch));
-    ctx.provider_type = s.provider.into();
-    ctx.networking.ip_families = s.families.iter().map(|f| f.to_string()).collect();
+    ctx.shoot.spec.provider.type_ = s.provider.into();
+    ctx.shoot.spec.networking.ip_families =
+        Strings(s.families.iter().map(|f| f.to_string()).collect());
     let v4 = s.families.is_empty() || s.families.contains(&"IPv4");
     let v6 = s.families.contains(&"IPv6");
     let mut nodes = Vec::new();
@@ -104,10 +107,10 @@ pub fn context(s: &Shoot) -> ShootContext {
         pods.push("2001:db8:2::/56".to_string());
         services.push("2001:db8:3::/112".to_string());
     }
-    ctx.networking.status.nodes = nodes;
-    ctx.networking.status.pods = pods;
-    ctx.networking.status.services = services;
-    ctx.annotations = s.annotations.clone();
+    ctx.shoot.status.networking.nodes = Strings(nodes);
+    ctx.shoot.status.networking.pods = Strings(pods);
+    ctx.shoot.status.networking.services = Strings(services);
+    ctx.shoot.metadata.annotations = s.annotations.clone();
     ctx
 }
 

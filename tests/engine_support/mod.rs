@@ -7,9 +7,12 @@ use std::sync::Arc;
 use base64::Engine as _;
 use json_patch::Patch;
 use scion::admission::{AdmissionRequest, Denial, Mutator, Verdict};
+use scion::gardener::cluster::Worker;
+use scion::gardener::view::Strings;
+use scion::gardener::{ObjectData, ShootContext};
 use scion::mutation::{Engine, Outcome, WebhookMutator, mutate_request};
 use scion::profile::Profile;
-use scion::state::{Networking, ObjectData, ShootContext, Snapshot, WorkerPool};
+use scion::state::Snapshot;
 use serde_json::Value;
 
 pub mod cases;
@@ -20,43 +23,31 @@ pub const NS: &str = "shoot--core--prod";
 
 /// A shoot context with the given version, IPv4, no annotations.
 pub fn shoot(version: &str) -> ShootContext {
-    ShootContext {
-        cluster_name: NS.into(),
-        resource_version: Some("1".into()),
-        generic_token_kubeconfig_secret: "generic-token-kubeconfig".into(),
-        kubernetes_version: semver::Version::parse(version).unwrap(),
-        workers: vec![WorkerPool {
-            name: "worker-a".into(),
-            kubernetes_version: None,
-            maximum: 3,
-        }],
-        networking: Networking {
-            ip_families: vec!["IPv4".into()],
-            ..Default::default()
-        },
-        node_cidr_mask_size: None,
-        region: "eu-west-1".into(),
-        annotations: BTreeMap::new(),
-        provider_type: "aws".into(),
-        infrastructure_config: None,
-        control_plane_config: None,
-        hibernation: Default::default(),
-        last_operation: None,
-        technical_id: Some(NS.into()),
-        deletion_timestamp: None,
-        seed_provider_type: Some("aws".into()),
-        seed_region: Some("eu-west-1".into()),
-        cloud_profile_config: None,
-    }
+    let mut s = ShootContext::new(NS, semver::Version::parse(version).unwrap());
+    s.resource_version = Some("1".into());
+    s.shoot.spec.provider.workers = vec![Worker {
+        name: "worker-a".into(),
+        maximum: 3,
+        ..Worker::default()
+    }];
+    s.shoot.spec.networking.ip_families = Strings(vec!["IPv4".into()]);
+    s.shoot.spec.region = "eu-west-1".into();
+    s.shoot.spec.provider.type_ = "aws".into();
+    s.shoot.status.technical_id = Some(NS.into());
+    s.seed.spec.provider.type_ = Some("aws".into());
+    s.seed.spec.provider.region = Some("eu-west-1".into());
+    s
 }
 
 /// The shoot context of a fixture's `context.json`.
 pub fn shoot_from_context(ctx: &Value) -> ShootContext {
     let mut s = shoot(ctx["kubernetesVersion"].as_str().unwrap());
-    s.provider_type = ctx["provider"].as_str().unwrap().into();
-    s.networking.ip_families = serde_json::from_value(ctx["ipFamilies"].clone()).unwrap();
-    s.networking.status.nodes = serde_json::from_value(ctx["nodes"].clone()).unwrap();
-    s.annotations = serde_json::from_value(ctx["annotations"].clone()).unwrap();
+    s.shoot.spec.provider.type_ = ctx["provider"].as_str().unwrap().into();
+    s.shoot.spec.networking.ip_families =
+        Strings(serde_json::from_value(ctx["ipFamilies"].clone()).unwrap());
+    s.shoot.status.networking.nodes =
+        Strings(serde_json::from_value(ctx["nodes"].clone()).unwrap());
+    s.shoot.metadata.annotations = serde_json::from_value(ctx["annotations"].clone()).unwrap();
     s
 }
 

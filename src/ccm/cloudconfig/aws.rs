@@ -30,7 +30,7 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
             infra_error("no subnet with purpose public, internal or nodes in vpc.subnets".into())
         })?;
     let namespace = cp.namespace();
-    let families = &inputs.shoot.networking.ip_families;
+    let families = inputs.shoot.ip_families();
     let mut conf = String::new();
     conf.push_str("[Global]\n");
     conf.push_str(&format!("VPC=\"{vpc_id}\"\n"));

@@ -92,7 +92,15 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     let vnet_rg = str_at(Some(infra), "networks.vnet.resourceGroup");
     let zoned = infra.get("zoned").and_then(Value::as_bool).unwrap_or(false);
     let [client_id, tenant_id, subscription_id] = ids(inputs)?;
-    let max_nodes: i64 = inputs.shoot.workers.iter().map(|w| w.maximum).sum();
+    let max_nodes: i64 = inputs
+        .shoot
+        .shoot
+        .spec
+        .provider
+        .workers
+        .iter()
+        .map(|w| w.maximum)
+        .sum();
 
     let mut lines: Vec<String> = vec![format!("aadClientId: {}", quoted(&client_id))];
     if inputs.workload_identity {
@@ -109,7 +117,7 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     lines.push(format!("subscriptionId: {}", quoted(&subscription_id)));
     lines.push(format!(
         "cloud: {}",
-        quoted(cloud_of_region(&inputs.shoot.region))
+        quoted(cloud_of_region(inputs.shoot.region()))
     ));
     lines.push(format!("location: {}", quoted(&cp.spec.region)));
     lines.push(format!("resourceGroup: {}", quoted(resource_group)));

@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use super::RenderError;
 use super::spec::CloudConfigFormat;
-use super::types::ControlPlane;
-use crate::state::ShootContext;
+use crate::gardener::ControlPlane;
+use crate::gardener::ShootContext;
 
 /// Name of the cloud config object.
 pub const CLOUD_CONFIG_NAME: &str = "cloud-provider-config";

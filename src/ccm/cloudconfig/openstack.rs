@@ -135,7 +135,7 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         controlplane: format!("{}/{}", cp.namespace(), cp.name()),
         reason: "no subnet with purpose nodes in networks.subnets".into(),
     })?;
-    let Some(profile_config) = inputs.shoot.cloud_profile_config.as_ref() else {
+    let Some(profile_config) = inputs.shoot.cloud_profile_config() else {
         return Err(RenderError::CloudProfileConfig {
             reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
         });
@@ -150,8 +150,7 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         nodes_subnet.id,
         inputs
             .shoot
-            .cloud_profile_config
-            .as_ref()
+            .cloud_profile_config()
             .and_then(|c| c.get("constraints"))
             .and_then(|c| c.get("floatingPools")),
         cp.spec
@@ -170,8 +169,7 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
     let network_name = str_at(infra, "networks.name").unwrap_or_default();
     let request_timeout = inputs
         .shoot
-        .cloud_profile_config
-        .as_ref()
+        .cloud_profile_config()
         .and_then(|c| c.get("requestTimeout"))
         .and_then(|v| v.as_str())
         .unwrap_or_default();

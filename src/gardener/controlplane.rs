@@ -1,35 +1,25 @@
-//! `ControlPlane` and `Cluster` (extensions.gardener.cloud/v1alpha1), shaped like
-//! Gardener's CRDs (`manifests/crds/`). Raw, provider-specific fields stay
+//! The `ControlPlane` resource (extensions.gardener.cloud/v1alpha1), shaped
+//! like Gardener's CRD (`manifests/crds/`). Raw, provider-specific fields stay
 //! `serde_json::Value` so nothing the API server stores is lost on a round trip.
 
-use std::borrow::Cow;
-
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// API group of Gardener's extension resources.
-pub const GROUP: &str = "extensions.gardener.cloud";
-/// API version of Gardener's extension resources.
-pub const VERSION: &str = "v1alpha1";
-/// `apiVersion` of Gardener's extension resources.
-pub const API_VERSION: &str = "extensions.gardener.cloud/v1alpha1";
-
-/// A `ControlPlane`: asks the provider extension to run the provider's control-plane
-/// components (here: the cloud-controller-manager) in the shoot namespace.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ControlPlane {
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    pub spec: ControlPlaneSpec,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<ControlPlaneStatus>,
-}
-
-/// `ControlPlane.spec`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `ControlPlane.spec`: asks the provider extension to run the provider's
+/// control-plane components (here: the cloud-controller-manager) in the shoot
+/// namespace.
+#[derive(kube::CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "extensions.gardener.cloud",
+    version = "v1alpha1",
+    kind = "ControlPlane",
+    namespaced,
+    status = "ControlPlaneStatus",
+    shortname = "cp",
+    schema = "disabled",
+    derive = "Default",
+    derive = "PartialEq"
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlaneSpec {
     /// Provider type, e.g. `aws`.
@@ -59,7 +49,7 @@ pub struct SecretReference {
     pub namespace: Option<String>,
 }
 
-/// `ControlPlane.status` (Gardener's `DefaultStatus` plus nothing else).
+/// `ControlPlane.status` (Gardener's `DefaultStatus`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlaneStatus {
@@ -121,80 +111,5 @@ impl ControlPlane {
     /// The extension class, `shoot` when unset.
     pub fn class(&self) -> &str {
         self.spec.class.as_deref().unwrap_or("shoot")
-    }
-}
-
-impl kube::Resource for ControlPlane {
-    type DynamicType = ();
-    type Scope = NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("ControlPlane")
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(API_VERSION)
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("controlplanes")
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-/// A `Cluster`: cluster-scoped, named after the shoot namespace, embedding the
-/// CloudProfile, Seed and Shoot as raw objects. scion reads it only through
-/// [`crate::state::ShootContext`]; the type exists for the CRD and the API shell.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Cluster {
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    pub spec: ClusterSpec,
-}
-
-/// `Cluster.spec`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterSpec {
-    pub cloud_profile: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<Value>,
-    pub shoot: Value,
-}
-
-impl kube::Resource for Cluster {
-    type DynamicType = ();
-    type Scope = ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("Cluster")
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(API_VERSION)
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("clusters")
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
     }
 }

@@ -1,0 +1,134 @@
+//! The Gardener and Kubernetes API types scion reads and writes, in one place:
+//! every group, version, kind and resource name is written once here.
+//!
+//! | file | what |
+//! |---|---|
+//! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
+//! | [`controlplane`] | the `ControlPlane` resource |
+//! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
+//! | [`view`] | the machinery of lenient typed views (decode only declared fields, field paths in errors) |
+//!
+//! This is the lowest layer: it imports nothing else of the crate.
+
+pub mod cluster;
+pub mod controlplane;
+pub mod objects;
+pub mod view;
+
+pub use cluster::{
+    Cluster, ClusterError, ClusterObject, ClusterSpecSeed, DecodedSpec, ShootContext,
+    project_cluster,
+};
+pub use controlplane::{
+    ControlPlane, ControlPlaneSpec, ControlPlaneStatus, LastError, LastOperation,
+};
+pub use objects::{Metadata, ObjectData, ObjectKind};
+
+/// API group of Gardener's extension resources (`Cluster`, `ControlPlane`, ...).
+pub const EXTENSIONS_GROUP: &str = "extensions.gardener.cloud";
+/// API version of Gardener's extension resources.
+pub const EXTENSIONS_VERSION: &str = "v1alpha1";
+
+/// One resource scion calls the API for: group, version, kind and plural.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Gvk {
+    /// API group; `""` for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    /// Resource name in URLs and RBAC rules, e.g. `deployments`.
+    pub plural: &'static str,
+}
+
+impl Gvk {
+    /// `apiVersion` as written in objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+const fn gvk(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+) -> Gvk {
+    Gvk {
+        group,
+        version,
+        kind,
+        plural,
+    }
+}
+
+pub const CLUSTER: Gvk = gvk(EXTENSIONS_GROUP, EXTENSIONS_VERSION, "Cluster", "clusters");
+pub const CONTROLPLANE: Gvk = gvk(
+    EXTENSIONS_GROUP,
+    EXTENSIONS_VERSION,
+    "ControlPlane",
+    "controlplanes",
+);
+pub const SECRET: Gvk = gvk("", "v1", "Secret", "secrets");
+pub const CONFIGMAP: Gvk = gvk("", "v1", "ConfigMap", "configmaps");
+pub const SERVICE: Gvk = gvk("", "v1", "Service", "services");
+pub const NAMESPACE: Gvk = gvk("", "v1", "Namespace", "namespaces");
+pub const DEPLOYMENT: Gvk = gvk("apps", "v1", "Deployment", "deployments");
+pub const PDB: Gvk = gvk(
+    "policy",
+    "v1",
+    "PodDisruptionBudget",
+    "poddisruptionbudgets",
+);
+pub const VPA: Gvk = gvk(
+    "autoscaling.k8s.io",
+    "v1",
+    "VerticalPodAutoscaler",
+    "verticalpodautoscalers",
+);
+pub const LEASE: Gvk = gvk("coordination.k8s.io", "v1", "Lease", "leases");
+pub const MUTATING_WEBHOOK_CONFIGURATION: Gvk = gvk(
+    "admissionregistration.k8s.io",
+    "v1",
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::Resource as _;
+
+    #[test]
+    fn the_derived_resources_agree_with_the_table() {
+        for (table, kind, group, version, plural) in [
+            (
+                CLUSTER,
+                Cluster::kind(&()),
+                Cluster::group(&()),
+                Cluster::version(&()),
+                Cluster::plural(&()),
+            ),
+            (
+                CONTROLPLANE,
+                ControlPlane::kind(&()),
+                ControlPlane::group(&()),
+                ControlPlane::version(&()),
+                ControlPlane::plural(&()),
+            ),
+        ] {
+            assert_eq!(
+                (table.kind, table.group, table.version, table.plural),
+                (&*kind, &*group, &*version, &*plural)
+            );
+        }
+        assert_eq!(
+            CONTROLPLANE.api_version(),
+            "extensions.gardener.cloud/v1alpha1"
+        );
+        assert_eq!(SECRET.api_version(), "v1");
+    }
+}

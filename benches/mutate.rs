@@ -86,8 +86,8 @@ fn bench(c: &mut Criterion) {
     c.bench_function("kcm_admission_review_end_to_end", |b| {
         b.iter(|| handle(&mutator, std::hint::black_box(review)))
     });
-    // The fixture as recorded (pretty-printed, 18 KB), as earlier figures in
-    // the README were measured.
+    // The fixture as recorded (pretty-printed, 18 KB); docs/performance.md
+    // gives its figure next to the compact one.
     c.bench_function("kcm_admission_review_pretty_input", |b| {
         b.iter(|| handle(&mutator, std::hint::black_box(RECORDED)))
     });

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use scion::ccm::{CcmSpec, builtin_spec};
 use scion::profile::{BUILTIN_PROVIDERS, Condition, Profile};
 
-const SCHEMA_DOC: &str = include_str!("../README.md");
+const SCHEMA_DOC: &str = include_str!("../docs/profiles.md");
 
 #[test]
 fn all_five_providers_are_built_in() {
@@ -106,7 +106,7 @@ fn builtin_profiles_use_only_documented_actions_and_conditions() {
         for key in keys {
             assert!(
                 SCHEMA_DOC.contains(&format!("`{key}")),
-                "{provider}: `{key}` is not documented in the README (profile schema)"
+                "{provider}: `{key}` is not documented in docs/profiles.md (profile schema)"
             );
         }
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use scion::admission::{AdmissionRequest, AdmissionResponse, Mutator, Verdict};
+use scion::admission::{AdmissionResponse, Mutator, Verdict};
 use scion::gardener::ShootContext;
 use scion::gardener::view::Strings;
 use scion::mutation::{Engine, WebhookMutator};
@@ -39,8 +39,7 @@ fn shoot() -> ShootContext {
 }
 
 fn handle(mutator: &WebhookMutator, body: &[u8]) -> Vec<u8> {
-    let request =
-        AdmissionRequest::from_review_bytes_within(body, mutator.reach()).expect("fixture parses");
+    let request = mutator.decode(body).expect("fixture parses");
     let verdict = futures::executor::block_on(mutator.mutate(&request)).expect("allowed");
     let response = match verdict {
         Verdict::Unchanged => AdmissionResponse::allow(&request.uid),
@@ -97,15 +96,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(std::hint::black_box(review)))
     });
     c.bench_function("part_parse_review", |b| {
-        b.iter(|| {
-            AdmissionRequest::from_review_bytes_within(
-                std::hint::black_box(review),
-                mutator.reach(),
-            )
-        })
+        b.iter(|| mutator.decode(std::hint::black_box(review)))
     });
-    let request = AdmissionRequest::from_review_bytes_within(review, mutator.reach())
-        .expect("fixture parses");
+    let request = mutator.decode(review).expect("fixture parses");
     c.bench_function("part_mutate_and_diff", |b| {
         b.iter(|| futures::executor::block_on(mutator.mutate(std::hint::black_box(&request))))
     });

@@ -22,6 +22,7 @@ pub mod ccm;
 pub mod checksum;
 pub mod cli;
 pub mod controller;
+pub mod decode;
 pub mod deploy;
 pub mod gardener;
 pub mod mutation;

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use engine_support::fixtures::{fixtures, mutator_for};
-use scion::admission::{AdmissionRequest, AdmissionResponse, Verdict};
+use scion::admission::{AdmissionResponse, Verdict};
 
 fn answer(m: &scion::mutation::WebhookMutator, body: &[u8]) -> String {
     use scion::admission::Mutator as _;
-    let request = AdmissionRequest::from_review_bytes_within(body, m.reach()).unwrap();
+    let request = m.decode(body).unwrap();
     let response = match futures::executor::block_on(m.mutate(&request)) {
         Ok(Verdict::Unchanged) => AdmissionResponse::allow(&request.uid),
         Ok(Verdict::Patched(patch)) => {

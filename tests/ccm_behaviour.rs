@@ -4,7 +4,7 @@
 mod controlplane_support;
 
 use controlplane_support::*;
-use scion::ccm::{self, CcmSpec, RenderInput, Rendered, builtin_spec};
+use scion::ccm::{self, RenderInput, Rendered};
 use serde_json::json;
 
 fn command(r: &Rendered) -> Vec<String> {
@@ -331,15 +331,10 @@ fn deployment_service_and_pdb_are_valid_kubernetes_objects() {
 
 #[test]
 fn a_profile_without_vpa_renders_no_vpa() {
-    let mut raw = scion::profile::Profile::builtin("aws")
-        .expect("aws profile")
-        .ccm
-        .expect("ccm section");
-    raw.as_object_mut()
-        .expect("mapping")
-        .remove("vpa")
-        .expect("vpa section");
-    let spec = CcmSpec::from_value(raw).expect("valid without vpa");
+    let text = include_str!("../src/profile/builtin/aws.yaml");
+    let at = text.find("  vpa:\n").expect("vpa section");
+    let spec = ccm_spec(&text[..at]).expect("valid without vpa");
+    assert!(spec.vpa.is_none());
     let cp = aws_cp(None, aws_subnets());
     let shoot = shoot(&["IPv4"], false);
     let r = ccm::render(

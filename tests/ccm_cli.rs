@@ -4,7 +4,7 @@
 mod controlplane_support;
 
 use controlplane_support::*;
-use scion::ccm::{RenderInput, builtin_spec};
+use scion::ccm::RenderInput;
 use scion::cli::render::{Output, inputs_from_state, load_render_inputs, render_text};
 use scion::state::Snapshot;
 use serde_json::Value;

@@ -4,8 +4,8 @@
 mod controlplane_support;
 
 use controlplane_support::providers::*;
-use controlplane_support::{object, pod_annotations, secret};
-use scion::ccm::{RenderError, Rendered, builtin_spec};
+use controlplane_support::{builtin_spec, object, pod_annotations, secret};
+use scion::ccm::{RenderError, Rendered};
 use scion::checksum;
 use scion::gardener::{ObjectData, ShootContext};
 use serde_json::{Value, json};
@@ -66,7 +66,7 @@ fn every_builtin_ccm_section_loads_validates_and_has_images() {
     for provider in scion::profile::BUILTIN_PROVIDERS {
         let spec = builtin_spec(provider).unwrap_or_else(|e| panic!("{provider}: {e}"));
         spec.validate()
-            .unwrap_or_else(|e| panic!("{provider}: {e}"));
+            .unwrap_or_else(|(field, e)| panic!("{provider}: {field}: {e}"));
         for minor in [32, 33, 34] {
             let image = spec
                 .image_for(&semver::Version::new(1, minor, 1), None)

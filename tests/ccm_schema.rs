@@ -1,6 +1,8 @@
 //! The CCM profile section, the ControlPlane type and the CRD manifests.
 
-use scion::ccm::{CcmSpec, builtin_spec};
+mod controlplane_support;
+
+use controlplane_support::{builtin_spec, ccm_spec};
 use serde_json::{Value, json};
 
 #[test]
@@ -18,7 +20,10 @@ fn ccm_section_errors_name_the_field() {
             base.replace("builtin: clusterCidr", "builtin: clusterCIDRs"),
             "clusterCIDRs",
         ),
-        (base.replace("\"1.32\":", "\"v1.32\":"), "ccm.images.v1.32"),
+        (
+            base.replace("\"1.32.x\":", "\"v1.32.x\":"),
+            "ccm.images.v1.32",
+        ),
         (
             base.replace("updateMode: InPlaceOrRecreate", "updateMode: Sometimes"),
             "ccm.vpa.updateMode",
@@ -30,9 +35,7 @@ fn ccm_section_errors_name_the_field() {
         ),
     ];
     for (yaml, needle) in cases {
-        let err = CcmSpec::from_profile_yaml(&yaml)
-            .expect_err(needle)
-            .to_string();
+        let err = ccm_spec(&yaml).expect_err(needle).to_string();
         assert!(err.contains(needle), "{needle}: {err}");
     }
     assert!(builtin_spec("openstack").is_ok());

@@ -6,7 +6,7 @@ mod controlplane_support;
 
 use controlplane_support::providers::*;
 use controlplane_support::*;
-use scion::ccm::{self, CcmSpec, RenderInput, builtin_spec};
+use scion::ccm::{self, RenderInput};
 use scion::checksum;
 use serde_json::Value;
 
@@ -17,16 +17,16 @@ const AZURE: &str = include_str!("../src/profile/builtin/azure.yaml");
 #[test]
 fn errors_in_the_new_primitives_name_the_problem() {
     let cases = [
-        (GCP.replace("if: dualStack", "if: dualstack"), "unknown \"dualstack\""),
+        (GCP.replace("when: {dualStack: true}", "when: {dualstack: true}"), "unknown \"dualstack\""),
         (
-            GCP.replace("if: {anyOf: [overlayEnabled, dualStack]}", "if: {oneOf: [overlayEnabled]}"),
-            "unknown operator \"oneOf\"",
+            GCP.replace("when: {any: [{overlayEnabled: true}, {dualStack: true}]}", "when: {oneOf: [{overlayEnabled: true}]}"),
+            "unknown \"oneOf\"",
         ),
         (
             GCP.replace("    else: --cidr-allocator-type=RangeAllocator\n", "    otherwise: x\n"),
             "otherwise",
         ),
-        (GCP.replace("\">= 1.36\":", "\"> 1.36\":"), "ccm.images.> 1.36"),
+        (GCP.replace("\">= 1.36\":", "\"> 1.36.q\":"), "ccm.images.> 1.36"),
         (
             GCP.replace("    workloadIdentityItems:\n    - key: credentialsConfig\n      path: credentialsConfig\n    - key: token\n      path: token\n", ""),
             "ccm.credentialsMount.workloadIdentityKey/workloadIdentityItems",
@@ -52,13 +52,10 @@ fn errors_in_the_new_primitives_name_the_problem() {
         (AZURE.replace("type: DirectoryOrCreate", "kind: DirectoryOrCreate"), "kind"),
     ];
     for (yaml, needle) in cases {
-        let err = CcmSpec::from_profile_yaml(&yaml)
-            .expect_err(needle)
-            .to_string();
+        let err = ccm_spec(&yaml).expect_err(needle).to_string();
         assert!(err.contains(needle), "{needle}: {err}");
     }
-    let gcp =
-        CcmSpec::from_profile_yaml(&GCP.replace("  credentialsMount:", "  credentialsMountX:"));
+    let gcp = ccm_spec(&GCP.replace("  credentialsMount:", "  credentialsMountX:"));
     assert!(gcp.is_err());
 }
 
@@ -67,7 +64,7 @@ fn errors_in_the_new_primitives_name_the_problem() {
 #[test]
 fn credentials_items_generalise_the_single_key() {
     let old = builtin_spec("aws").expect("aws");
-    let new = CcmSpec::from_profile_yaml(&include_str!("../src/profile/builtin/aws.yaml").replace(
+    let new = ccm_spec(&include_str!("../src/profile/builtin/aws.yaml").replace(
         "    key: credentialsFile\n",
         "    items:\n    - key: credentialsFile\n      path: credentialsFile\n",
     ))
@@ -88,7 +85,7 @@ fn credentials_items_generalise_the_single_key() {
     );
 }
 
-fn config_annotation(spec: &CcmSpec) -> (String, Value) {
+fn config_annotation(spec: &scion::profile::CcmSpec) -> (String, Value) {
     let cp = gcp_cp(None);
     let shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
     let secret = gcp_static_secret();
@@ -131,7 +128,7 @@ fn each_checksum_algorithm_hashes_the_rendered_config() {
         serde_json::from_value(data).expect("string data");
     assert_eq!(json_sum, checksum::configmap_checksum(Some(&data)));
 
-    let per_key = CcmSpec::from_profile_yaml(&GCP.replace(
+    let per_key = ccm_spec(&GCP.replace(
         "    format: gcp-ini\n",
         "    format: gcp-ini\n    checksum:\n      algorithm: perKey\n",
     ))
@@ -140,7 +137,7 @@ fn each_checksum_algorithm_hashes_the_rendered_config() {
     assert_eq!(per_key_sum, checksum::per_key_checksum(&data));
     assert_ne!(per_key_sum, json_sum);
 
-    let manifest = CcmSpec::from_profile_yaml(&GCP.replace(
+    let manifest = ccm_spec(&GCP.replace(
         "    format: gcp-ini\n",
         "    format: gcp-ini\n    checksum:\n      algorithm: manifestSha256\n      manifest: \"ns=${namespace} name=${name} conf=${data:cloudprovider.conf} missing=${data:nope}\"\n",
     ))
@@ -157,9 +154,9 @@ fn each_checksum_algorithm_hashes_the_rendered_config() {
 fn conditions_compose() {
     let yaml = GCP.replace(
         "  - --v=2\n",
-        "  - --v=2\n  - if: {allOf: [{not: dualStack}, {not: ipv6}, overlayEnabled, {not: workloadIdentity}, seedInShootRegion]}\n    then: --all-true\n  - if: {anyOf: []}\n    then: --never\n",
+        "  - --v=2\n  - when: {dualStack: false, ipv6: false, overlayEnabled: true, workloadIdentity: false, seedInShootRegion: true}\n    then: --all-true\n  - when: {any: [{dualStack: true}, {not: {ipv6: false}}]}\n    then: --never\n",
     );
-    let spec = CcmSpec::from_profile_yaml(&yaml).expect("conditions parse");
+    let spec = ccm_spec(&yaml).expect("conditions parse");
     let cp = gcp_cp(None);
     let secret = gcp_static_secret();
     let mut shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use controlplane_support::mock::*;
 use controlplane_support::*;
 use kube::runtime::controller::Action;
-use scion::ccm::{self, RenderInput, builtin_spec};
+use scion::ccm::{self, RenderInput};
 use scion::controller;
 use serde_json::json;
 

@@ -73,7 +73,7 @@ fn decoding_only_the_reach_gives_the_same_answer_in_any_field_order() {
             ("both", review(&f, &reversed(&object), false)),
         ];
         for (order, body) in bodies {
-            let pruned = AdmissionRequest::from_review_bytes_within(&body, m.reach()).unwrap();
+            let pruned = m.decode(&body).unwrap();
             let got = answer(&m, &pruned);
             if got != expected {
                 failures.push(format!(
@@ -84,7 +84,7 @@ fn decoding_only_the_reach_gives_the_same_answer_in_any_field_order() {
         }
         // Mutating the mutated object through the pruned path: still no patch.
         let again = review(&f, &f.expected.to_string(), true);
-        let again = AdmissionRequest::from_review_bytes_within(&again, m.reach()).unwrap();
+        let again = m.decode(&again).unwrap();
         if answer(&m, &again) != "unchanged" {
             failures.push(format!("{}: not idempotent when pruned", f.name));
         }
@@ -96,7 +96,7 @@ fn decoding_only_the_reach_gives_the_same_answer_in_any_field_order() {
 fn the_decoded_object_leaves_out_what_no_rule_reads() {
     let f = fixture("aws-1.33-vac-ipv4-kube-controller-manager");
     let m = mutator_for(&f);
-    let pruned = AdmissionRequest::from_review_bytes_within(&f.body, m.reach()).unwrap();
+    let pruned = m.decode(&f.body).unwrap();
     let object = pruned.object.unwrap();
     let whole = f.request.object.as_ref().unwrap();
     assert!(whole.pointer("/metadata/managedFields").is_some());
@@ -131,8 +131,8 @@ fn a_second_metadata_field_falls_back_to_the_whole_object() {
         &text[1..]
     );
     let body = review(&f, &text, true);
-    let whole = AdmissionRequest::from_review_bytes(&body).unwrap();
-    let pruned = AdmissionRequest::from_review_bytes_within(&body, m.reach()).unwrap();
+    let whole = scion::decode::whole(&body).unwrap();
+    let pruned = m.decode(&body).unwrap();
     assert_eq!(answer(&m, &pruned), answer(&m, &whole));
     assert_eq!(
         pruned.object.unwrap()["metadata"]["name"],
@@ -141,8 +141,8 @@ fn a_second_metadata_field_falls_back_to_the_whole_object() {
     // And with a different name last, it is dispatched by that name.
     let text = format!(r#"{},"metadata":{mcm_metadata}}}"#, &text[..text.len() - 1]);
     let body = review(&f, &text, true);
-    let whole = AdmissionRequest::from_review_bytes(&body).unwrap();
-    let pruned = AdmissionRequest::from_review_bytes_within(&body, m.reach()).unwrap();
+    let whole = scion::decode::whole(&body).unwrap();
+    let pruned = m.decode(&body).unwrap();
     assert_eq!(answer(&m, &pruned), answer(&m, &whole));
 }
 

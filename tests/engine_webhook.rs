@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use engine_support::{NS, mutator, request, run, shoot, snapshot};
 use scion::admission::{AdmissionRequest, Denial, Verdict};
-use scion::mutation::{Engine, TARGETS, WebhookMutator};
+use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
+use scion::profile::TARGETS;
 use scion::state::Snapshot;
 use serde_json::{Value, json};
 
@@ -21,7 +22,7 @@ fn kcm() -> Value {
 fn review(operation: &str, object: Value, kind: Value) -> AdmissionRequest {
     let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u", "kind": kind, "namespace": NS, "operation": operation, "object": object}});
-    AdmissionRequest::from_review_bytes(&serde_json::to_vec(&body).unwrap()).unwrap()
+    scion::decode::whole(&serde_json::to_vec(&body).unwrap()).unwrap()
 }
 
 #[test]

@@ -62,8 +62,7 @@ fn load_seeds() -> Vec<Seed> {
 /// What the handler does with a body: the answer bytes, or the parse error
 /// message it sends with HTTP 400.
 fn answer(m: &WebhookMutator, body: &[u8]) -> Result<(AdmissionRequest, Vec<u8>), String> {
-    let request =
-        AdmissionRequest::from_review_bytes_within(body, m.reach()).map_err(|e| e.to_string())?;
+    let request = m.decode(body).map_err(|e| e.to_string())?;
     let uid = request.uid.clone();
     let response = match engine_support::run(m, &request) {
         Ok(Verdict::Unchanged) => AdmissionResponse::allow(&uid),

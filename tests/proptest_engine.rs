@@ -16,7 +16,8 @@ use engine_support::generate::{
 use engine_support::{patch_and_apply, pruned_request, request, run};
 use proptest::prelude::*;
 use scion::admission::Verdict;
-use scion::mutation::{TARGETS, Target, WebhookMutator};
+use scion::mutation::WebhookMutator;
+use scion::profile::{TARGETS, Target};
 use serde_json::{Value, json};
 
 /// The object as stored after the webhook, checking the patch on the way and

@@ -3,7 +3,8 @@
 
 mod state_support;
 
-use scion::gardener::cluster::{LastOperation, parse_version};
+use scion::gardener::cluster::LastOperation;
+use scion::gardener::version::parse_version;
 use scion::gardener::{ClusterObject, ShootContext, project_cluster};
 use scion::state::{DecodedObject, Document, decode_object};
 use semver::Version;

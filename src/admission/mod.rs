@@ -5,15 +5,13 @@
 //! normalise fields and the patch must be computed against the raw object), and
 //! the response `patch` must be the base64 string the API documents (kube-core
 //! serialises it as a number array, kube-rs#1781).
+//!
+//! The server hands the body to [`Mutator::decode`] and the request to
+//! [`Mutator::mutate`]; how a mutator decodes (only the part of the object it
+//! reads, see [`crate::decode`]) is its own business.
 
-mod json;
-mod object_reach;
-pub mod reach;
-mod request;
 mod review;
 
-pub use object_reach::ObjectReach;
-pub use reach::Reach;
 pub use review::{
     AdmissionRequest, AdmissionResponse, GroupVersionKind, Operation, ReviewError, ReviewVersion,
     Status,
@@ -65,34 +63,16 @@ impl Denial {
 /// Implementations must be deterministic: the same request and the same state
 /// give the same verdict, byte for byte.
 pub trait Mutator: Send + Sync + 'static {
+    /// Decode an AdmissionReview body into the request [`Mutator::mutate`]
+    /// decides about. The object may be decoded only in part (what the
+    /// mutator reads or writes); the patch is then computed on that part.
+    fn decode(&self, body: &[u8]) -> Result<AdmissionRequest, ReviewError>;
+
     /// Decide about one admission request.
     fn mutate<'a>(
         &'a self,
         request: &'a AdmissionRequest,
     ) -> BoxFuture<'a, Result<Verdict, Denial>>;
-
-    /// The part of each object this mutator reads or writes. The server
-    /// decodes request objects only within it, so the object passed to
-    /// [`Mutator::mutate`] may be a pruned tree and the patch is computed on it
-    /// (see [`Reach`] for what a mutator may then change). The default is the
-    /// whole object.
-    fn reach(&self) -> &ObjectReach {
-        static ALL: ObjectReach = ObjectReach::ALL;
-        &ALL
-    }
-}
-
-/// A mutator that allows everything unchanged. Used where no profile applies.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct PassThrough;
-
-impl Mutator for PassThrough {
-    fn mutate<'a>(
-        &'a self,
-        _request: &'a AdmissionRequest,
-    ) -> BoxFuture<'a, Result<Verdict, Denial>> {
-        Box::pin(async { Ok(Verdict::Unchanged) })
-    }
 }
 
 /// The HTTPS path of the control-plane mutating webhook. The router, the

@@ -1,12 +1,8 @@
 //! `admission.k8s.io/v1` and `v1beta1` AdmissionReview, as far as scion needs it.
 
 use base64::Engine as _;
-use serde::de::DeserializeSeed;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use super::object_reach::ObjectReach;
-use super::request::{RequestSeed, ReviewSeed};
 
 /// The two AdmissionReview versions the API server may send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +12,15 @@ pub enum ReviewVersion {
 }
 
 impl ReviewVersion {
+    /// The version of an `apiVersion` string, if it is one.
+    pub fn of(api_version: &str) -> Option<ReviewVersion> {
+        match api_version {
+            "admission.k8s.io/v1" => Some(ReviewVersion::V1),
+            "admission.k8s.io/v1beta1" => Some(ReviewVersion::V1Beta1),
+            _ => None,
+        }
+    }
+
     /// The `apiVersion` string of this version.
     pub fn api_version(self) -> &'static str {
         match self {
@@ -58,8 +63,8 @@ pub struct GroupVersionKind {
 }
 
 /// `request` of an AdmissionReview. `object` is the JSON the API server sent
-/// (decoded whole, or only within the mutator's [`Reach`]); `oldObject` is only
-/// noted, its content is skipped. Decoded by [`super::request::RequestSeed`].
+/// (decoded whole, or only within the mutator's reach); `oldObject` is only
+/// noted, its content is skipped. Decoded by [`crate::decode`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdmissionRequest {
     /// Identifies this call; echoed in the response.
@@ -100,93 +105,6 @@ pub enum ReviewError {
     Request(#[source] serde_json::Error),
     #[error("AdmissionReview request has no uid")]
     NoUid,
-}
-
-impl AdmissionRequest {
-    /// Parse an AdmissionReview body and return its request, with the whole object.
-    pub fn from_review_bytes(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
-        static ALL: ObjectReach = ObjectReach::ALL;
-        Self::from_review_bytes_within(body, &ALL)
-    }
-
-    /// Parse an AdmissionReview body and return its request, with the object
-    /// decoded only within its reach (see [`ObjectReach`]; the rest of its text
-    /// is checked and skipped).
-    pub fn from_review_bytes_within(
-        body: &[u8],
-        reach: &ObjectReach,
-    ) -> Result<AdmissionRequest, ReviewError> {
-        // Fast path: one pass straight into the request, with scion's own JSON
-        // reader (which skips the unneeded text at twice serde_json's speed and
-        // never accepts what serde_json rejects). The body is checked to be
-        // UTF-8 once, up front, which is cheaper than checking every string it
-        // decodes. Anything unusual takes the checked path below, which parses
-        // with serde_json and names what is wrong.
-        if let Ok(text) = std::str::from_utf8(body) {
-            let mut de = super::json::Deserializer::from_str(text);
-            if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
-                && de.end().is_ok()
-                && let Some(version) = review.api_version.as_deref().and_then(version_of)
-                && review.kind.as_deref() == Some("AdmissionReview")
-                && let Some(mut request) = review.request
-                && !request.uid.is_empty()
-            {
-                request.version = version;
-                return Ok(request);
-            }
-        }
-        Self::from_review_bytes_checked(body, reach)
-    }
-
-    fn from_review_bytes_checked(
-        body: &[u8],
-        reach: &ObjectReach,
-    ) -> Result<AdmissionRequest, ReviewError> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Envelope {
-            #[serde(default)]
-            api_version: String,
-            #[serde(default)]
-            kind: String,
-            #[serde(default)]
-            request: Option<Value>,
-        }
-        let envelope: Envelope = serde_json::from_slice(body).map_err(ReviewError::Json)?;
-        let Some(version) = version_of(&envelope.api_version) else {
-            return Err(ReviewError::ApiVersion(envelope.api_version));
-        };
-        if envelope.kind != "AdmissionReview" {
-            return Err(ReviewError::Kind(envelope.kind));
-        }
-        let request = match envelope.request {
-            Some(Value::Null) | None => return Err(ReviewError::NoRequest),
-            Some(request) => request,
-        };
-        if request
-            .get("uid")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            return Err(ReviewError::NoUid);
-        }
-        let mut request = RequestSeed(&ObjectReach::ALL)
-            .deserialize(request)
-            .map_err(ReviewError::Request)?;
-        request.version = version;
-        if let Some(object) = request.object.as_mut() {
-            *object = reach.prune(&request.kind, object);
-        }
-        Ok(request)
-    }
-}
-
-fn version_of(api_version: &str) -> Option<ReviewVersion> {
-    match api_version {
-        "admission.k8s.io/v1" => Some(ReviewVersion::V1),
-        "admission.k8s.io/v1beta1" => Some(ReviewVersion::V1Beta1),
-        _ => None,
-    }
 }
 
 /// `response.status` for a denied request.
@@ -274,46 +192,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn v1beta1_request_is_recognised_and_answered_in_kind() {
-        let body = br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview",
-            "request":{"uid":"u-1","kind":{"group":"apps","version":"v1","kind":"Deployment"},
-            "name":"kube-apiserver","namespace":"shoot--a--b","operation":"UPDATE","object":{"x":1}}}"#;
-        let request = AdmissionRequest::from_review_bytes(body).unwrap();
-        assert_eq!(request.version, ReviewVersion::V1Beta1);
-        assert_eq!(request.operation, Operation::Update);
-        let out: Value = serde_json::from_slice(
-            &AdmissionResponse::allow(&request.uid).into_review_bytes(request.version),
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            serde_json::json!({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}})
-        );
-    }
-
-    #[test]
-    fn old_object_is_noted_but_not_kept() {
-        let review = |old: &str| {
-            format!(
-                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u",
-                "kind":{{"group":"apps","version":"v1","kind":"Deployment"}},"operation":"UPDATE",
-                "object":{{"a":1}}{old}}}}}"#
-            )
-        };
-        let with = AdmissionRequest::from_review_bytes(
-            review(r#","oldObject":{"a":[0,{"b":2}]}"#).as_bytes(),
-        )
-        .unwrap();
-        assert!(with.has_old_object);
-        assert_eq!(with.object, Some(serde_json::json!({"a": 1})));
-        let null =
-            AdmissionRequest::from_review_bytes(review(r#","oldObject":null"#).as_bytes()).unwrap();
-        assert!(!null.has_old_object);
-        let without = AdmissionRequest::from_review_bytes(review("").as_bytes()).unwrap();
-        assert!(!without.has_old_object);
-    }
-
-    #[test]
     fn patch_is_a_base64_string_on_the_wire() {
         let out: Value = serde_json::from_slice(
             &AdmissionResponse::patched("u", b"[]").into_review_bytes(ReviewVersion::V1),
@@ -324,16 +202,14 @@ mod tests {
     }
 
     #[test]
-    fn missing_uid_and_request_are_named() {
-        let no_request = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#;
-        assert!(matches!(
-            AdmissionRequest::from_review_bytes(no_request),
-            Err(ReviewError::NoRequest)
-        ));
-        let no_uid = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}"#;
-        assert!(matches!(
-            AdmissionRequest::from_review_bytes(no_uid),
-            Err(ReviewError::NoUid)
-        ));
+    fn an_allowed_answer_has_no_patch_fields() {
+        let out: Value = serde_json::from_slice(
+            &AdmissionResponse::allow("u-1").into_review_bytes(ReviewVersion::V1Beta1),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            serde_json::json!({"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}})
+        );
     }
 }

@@ -7,11 +7,12 @@ use serde_json::{Value, json};
 
 use super::RenderError;
 use super::cloudconfig::{SecretData, openstack_user_agents};
-use super::spec::{
-    Arg, ArgBuiltin, CcmSpec, Condition, Env, EnvBuiltin, EnvField, WorkloadIdentityDetection,
-};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ShootContext};
+use crate::profile::Facts as ConditionFacts;
+use crate::profile::ccm::{
+    Arg, ArgBuiltin, CcmSpec, Env, EnvBuiltin, EnvField, WorkloadIdentityDetection,
+};
 
 /// Where the generic token kubeconfig is mounted.
 pub(super) const KUBECONFIG_DIR: &str = "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig";
@@ -66,65 +67,6 @@ pub fn uses_workload_identity(
     }
 }
 
-/// Dual-stack as GCP's values provider sees it: `ipFamilies` not exactly IPv4,
-/// or two node CIDRs in the status.
-pub(super) fn is_dual_stack(shoot: &ShootContext) -> bool {
-    let families = shoot.ip_families();
-    let ipv4_only = families.is_empty() || (families.len() == 1 && families[0] == "IPv4");
-    !ipv4_only || shoot.shoot.status.networking.nodes.0.len() == 2
-}
-
-/// `spec.networking.providerConfig.overlay.enabled`; absent means enabled.
-pub(super) fn overlay_enabled(shoot: &ShootContext) -> Result<bool, RenderError> {
-    match shoot
-        .shoot
-        .spec
-        .networking
-        .provider_config
-        .as_ref()
-        .and_then(|c| c.get("overlay"))
-        .and_then(|o| o.get("enabled"))
-    {
-        None | Some(Value::Null) => Ok(true),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(RenderError::Shoot {
-            field: "spec.networking.providerConfig.overlay.enabled".into(),
-            reason: format!("{other} is not a boolean"),
-        }),
-    }
-}
-
-/// Evaluate a condition.
-pub(super) fn eval(condition: &Condition, facts: &Facts<'_>) -> Result<bool, RenderError> {
-    Ok(match condition {
-        Condition::DualStack => is_dual_stack(facts.shoot),
-        Condition::Ipv6 => facts.shoot.is_ipv6(),
-        Condition::OverlayEnabled => overlay_enabled(facts.shoot)?,
-        Condition::SeedInShootRegion => {
-            facts.shoot.seed_provider_type() == Some(facts.cp.spec.type_.as_str())
-                && facts.shoot.seed_region() == Some(facts.shoot.region())
-        }
-        Condition::WorkloadIdentity => facts.workload_identity,
-        Condition::Not(inner) => !eval(inner, facts)?,
-        Condition::AnyOf(items) => {
-            for c in items {
-                if eval(c, facts)? {
-                    return Ok(true);
-                }
-            }
-            false
-        }
-        Condition::AllOf(items) => {
-            for c in items {
-                if !eval(c, facts)? {
-                    return Ok(false);
-                }
-            }
-            true
-        }
-    })
-}
-
 /// Spec then status CIDRs without duplicates; with a single IP family and two
 /// CIDRs only the first is kept when `per_family`.
 fn cidrs(spec: &[String], status: &[String], families: usize, per_family: bool) -> Vec<String> {
@@ -152,7 +94,12 @@ pub(super) fn expand(spec: &CcmSpec, facts: &Facts<'_>) -> Result<Vec<String>, R
                 then,
                 otherwise,
             } => {
-                if eval(condition, facts)? {
+                let condition_facts = ConditionFacts {
+                    shoot: facts.shoot,
+                    provider: &facts.cp.spec.type_,
+                    workload_identity: Some(facts.workload_identity),
+                };
+                if condition.eval(&condition_facts)? {
                     args.push(then.clone());
                 } else if let Some(other) = otherwise {
                     args.push(other.clone());

@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 use super::args::{self, Facts, KUBECONFIG_DIR, SERVER_DIR};
 use super::cloudconfig::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_NAME, SecretData};
 use super::objects::{SHOOT_ACCESS_SECRET, selector_labels};
-use super::spec::{CcmSpec, CloudConfigKind};
 use super::{CCM_NAME, DesiredObject, RenderError, RenderInput};
 use crate::checksum;
 use crate::gardener::DEPLOYMENT;
+use crate::profile::ccm::{CcmSpec, CloudConfigKind};
 
 pub(super) struct DeploymentInput<'a> {
     pub render: &'a RenderInput<'a>,
@@ -30,7 +30,9 @@ pub(super) fn deployment(
     let namespace = cp.namespace();
     let secret_name = cp.spec.secret_ref.name.as_str();
     let wi = input.workload_identity;
-    let image = spec.image_for(shoot.kubernetes_version(), input.render.image_override)?;
+    let image = spec
+        .image_for(shoot.kubernetes_version(), input.render.image_override)
+        .map_err(RenderError::NoImage)?;
     let facts = Facts {
         cp,
         shoot,

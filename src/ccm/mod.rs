@@ -8,17 +8,14 @@ mod args;
 pub mod cloudconfig;
 mod deployment;
 mod objects;
-pub mod spec;
-mod spec_entries;
-mod spec_parts;
 
 use serde_json::Value;
 
 pub use args::uses_workload_identity;
 pub use objects::{DESIRED_HASH_ANNOTATION, desired_hash};
-pub use spec::{CcmSpec, SpecError, builtin_spec};
 
 use crate::gardener::{ControlPlane, Gvk, ObjectData, ShootContext};
+use crate::profile::{CcmSpec, ConditionError};
 
 /// Name of the CCM Deployment, Service and PodDisruptionBudget.
 pub const CCM_NAME: &str = "cloud-controller-manager";
@@ -26,8 +23,10 @@ pub const CCM_NAME: &str = "cloud-controller-manager";
 /// Why rendering failed. Messages name the object and the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
+    #[error("ccm.images: {0}")]
+    NoImage(String),
     #[error(transparent)]
-    Spec(#[from] SpecError),
+    Condition(#[from] ConditionError),
     #[error(
         "could not determine subnet from infrastructureProviderStatus of controlplane '{controlplane}': {reason}"
     )]
@@ -40,8 +39,6 @@ pub enum RenderError {
         controlplane: String,
         reason: String,
     },
-    #[error("invalid shoot in the Cluster: {field}: {reason}")]
-    Shoot { field: String, reason: String },
     #[error("invalid providerConfig of controlplane '{controlplane}': {field}: {reason}")]
     ProviderConfig {
         controlplane: String,

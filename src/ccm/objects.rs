@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::cloudconfig::CLOUD_CONFIG_NAME;
-use super::spec::{CcmSpec, ChecksumAlgorithm, CloudConfig, CloudConfigKind, Vpa};
 use super::{CCM_NAME, DesiredObject};
 use crate::checksum;
 use crate::gardener::{
     CONFIGMAP as CONFIG_MAP, CONTROLPLANE, ControlPlane, DEPLOYMENT, Gvk, PDB, SECRET, SERVICE, VPA,
 };
+use crate::profile::ccm::{CcmSpec, ChecksumAlgorithm, CloudConfig, CloudConfigKind, Vpa};
 
 /// Annotation carrying the hash of the desired object; the controller skips the
 /// write when the live object carries the same hash and still matches.

@@ -149,9 +149,7 @@ fn read_input(path: &Path) -> anyhow::Result<String> {
 pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
     let value: Value = serde_saphyr::from_str(text)?;
     if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
-        return Ok(AdmissionRequest::from_review_bytes(&serde_json::to_vec(
-            &value,
-        )?)?);
+        return Ok(crate::decode::whole(&serde_json::to_vec(&value)?)?);
     }
     let (Some(api_version), Some(_)) = (
         value.get("apiVersion").and_then(Value::as_str),

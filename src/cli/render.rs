@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
+use crate::profile::{CcmSpec, Profile};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
@@ -55,7 +56,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             )
         })?;
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
-    let spec = ccm::builtin_spec(&args.provider)?;
+    let profile = Profile::builtin(&args.provider)?;
+    let spec = profile.ccm()?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
@@ -64,7 +66,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
         },
-        &spec,
+        spec,
         args.output,
     )?;
     print!("{text}");
@@ -74,7 +76,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
 /// Render and format; the part of the command that needs no files.
 pub fn render_text(
     input: &RenderInput<'_>,
-    spec: &ccm::CcmSpec,
+    spec: &CcmSpec,
     output: Output,
 ) -> anyhow::Result<String> {
     let rendered = ccm::render(input, spec).with_context(|| {

@@ -21,7 +21,8 @@ pub use operation::trigger_hash;
 pub use operation::{FINALIZER, OPERATION_ANNOTATION, OperationType};
 pub use reconcile::{error_policy, reconcile, run};
 
-use crate::ccm::{CcmSpec, RenderError};
+use crate::ccm::RenderError;
+use crate::profile::CcmSpec;
 use crate::state::{StateError, StateSource};
 
 /// Gardener's `DefaultReconciliationTimeout`.

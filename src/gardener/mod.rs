@@ -6,6 +6,7 @@
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
 //! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
+//! | [`version`] | Kubernetes versions parsed as Gardener parses them |
 //! | [`view`] | the machinery of lenient typed views (decode only declared fields, field paths in errors) |
 //!
 //! This is the lowest layer: it imports nothing else of the crate.
@@ -13,6 +14,7 @@
 pub mod cluster;
 pub mod controlplane;
 pub mod objects;
+pub mod version;
 pub mod view;
 
 pub use cluster::{

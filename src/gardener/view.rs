@@ -25,7 +25,7 @@ use std::marker::PhantomData;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::cluster::parse_version;
+use super::version::parse_version;
 
 /// The kubectl annotation holding a copy of the whole applied object; never
 /// kept in a string map (it can be as large as the object itself).

@@ -1,47 +1,22 @@
 //! Applying one action to a [`Draft`] of a raw object. Only the places an
 //! action names are read or written; everything else is left as sent.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
 use serde_json::Value;
 
-use super::draft::{Draft, ListAt, Place};
+use super::context::ApplyContext;
+use super::draft::Draft;
+use super::place::ListAt;
 use super::primitives::{
     List, ensure_flag, ensure_list_item, ensure_named, remove_flag, remove_list_item, remove_named,
     replace_flag,
 };
-use super::sidecar::{sidecar_container, wants_workload_identity};
+use super::shape::{ApplyError, shape};
+use super::sidecar::sidecar_container;
 use crate::checksum::{configmap_checksum, secret_checksum};
 use crate::gardener::{ObjectData, ObjectKind};
-use crate::profile::Action;
-
-pub use super::context::ApplyContext;
-
-/// The Secrets and ConfigMaps a mutation may read, by kind and name (all in the
-/// object's namespace).
-pub type Objects = BTreeMap<(ObjectKind, String), ObjectData>;
-
-/// Why an action could not be applied.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ApplyError {
-    /// The object has the wrong shape at `path` (→ 400).
-    Shape {
-        path: String,
-        expected: &'static str,
-    },
-    /// A needed object is missing (→ 403).
-    Missing { kind: ObjectKind, name: String },
-}
+use crate::profile::{Action, Place};
 
 type Res<T> = Result<T, ApplyError>;
-
-pub(super) fn shape(path: impl fmt::Display, expected: &'static str) -> ApplyError {
-    ApplyError::Shape {
-        path: path.to_string(),
-        expected,
-    }
-}
 
 /// The index of the first container named `name` (Gardener's
 /// `ContainerWithName`); `None` if there is none (container actions then do
@@ -188,8 +163,8 @@ pub fn apply(
                     .objects
                     .get(&(ObjectKind::Secret, "cloudprovider".to_string()))
                 {
-                    Some(ObjectData::Secret { labels, .. }) => {
-                        wants_workload_identity(labels, &s.workload_identity_labels)
+                    Some(secret @ ObjectData::Secret { .. }) => {
+                        secret.requests_workload_identity(&s.workload_identity_labels)
                     }
                     _ => {
                         return Err(ApplyError::Missing {

@@ -2,10 +2,15 @@
 //! the Secrets/ConfigMaps the rules read, and the sidecar image override.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::apply::Objects;
+use crate::gardener::{ObjectData, ObjectKind};
+
+/// The Secrets and ConfigMaps a mutation may read, by kind and name (all in the
+/// object's namespace).
+pub type Objects = BTreeMap<(ObjectKind, String), ObjectData>;
 
 /// What an action needs to know besides the object.
 pub struct ApplyContext<'a> {

@@ -1,69 +1,11 @@
-//! Which objects the control-plane webhook mutates (Gardener's generic mutator,
-//! restricted to the control-plane components scion implements).
+//! Which objects the control-plane webhook mutates: Gardener's generic
+//! mutator's dispatch on group, version, kind and name, over the profile's
+//! [`TARGETS`].
 
 use serde_json::Value;
 
 use crate::admission::GroupVersionKind;
-
-/// One object kind and name the webhook mutates. The component name is the key
-/// of the profile's `components:` map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target {
-    /// Profile component key; equal to the object name.
-    pub component: &'static str,
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    /// Plural resource, for webhook rules.
-    pub resource: &'static str,
-    /// `metadata.name` of the object.
-    pub name: &'static str,
-    /// The container container-level actions edit by default (`None` for a VPA).
-    pub container: Option<&'static str>,
-}
-
-impl Target {
-    /// Whether the object is a VerticalPodAutoscaler.
-    pub fn is_vpa(&self) -> bool {
-        self.container.is_none()
-    }
-}
-
-const fn deployment(name: &'static str) -> Target {
-    Target {
-        component: name,
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        resource: "deployments",
-        name,
-        container: Some(name),
-    }
-}
-
-/// Every object the webhook mutates. The webhook-configuration generator builds
-/// its rules from this table (and tests that they match).
-pub const TARGETS: &[Target] = &[
-    deployment("kube-apiserver"),
-    deployment("kube-controller-manager"),
-    deployment("kube-scheduler"),
-    deployment("cluster-autoscaler"),
-    deployment("machine-controller-manager"),
-    Target {
-        component: "machine-controller-manager-vpa",
-        group: "autoscaling.k8s.io",
-        version: "v1",
-        kind: "VerticalPodAutoscaler",
-        resource: "verticalpodautoscalers",
-        name: "machine-controller-manager-vpa",
-        container: None,
-    },
-];
-
-/// The target of a component name, if it is one.
-pub fn target_for_component(component: &str) -> Option<&'static Target> {
-    TARGETS.iter().find(|t| t.component == component)
-}
+use crate::profile::{TARGETS, Target};
 
 /// Why an object is left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,10 +20,10 @@ use std::cmp::Ordering;
 use json_patch::Patch;
 use serde_json::{Map, Value};
 
-use super::apply::{ApplyError, shape};
-use super::place::dotted;
-pub use super::place::{ListAt, Place};
+use super::place::{ListAt, check, dotted, empty};
 use super::primitives::List;
+use super::shape::{ApplyError, shape};
+use crate::profile::Place;
 
 /// One copied node.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,12 +85,12 @@ impl<'a> Draft<'a> {
 
     /// The edit holding `place`, if any.
     fn holding(&self, place: Place) -> Option<usize> {
-        self.held[place.index()]
+        self.held[place as usize]
     }
 
     /// The place in the original.
     fn in_original(&self, place: Place) -> Result<Option<&'a Value>, ApplyError> {
-        self.found[place.index()]
+        self.found[place as usize]
             .get_or_init(|| walk(self.original, place, 0))
             .clone()
     }
@@ -99,7 +99,7 @@ impl<'a> Draft<'a> {
         let index = self.edits.len();
         for place in Place::ALL {
             if place.path().starts_with(edit.path) {
-                self.held[place.index()].get_or_insert(index);
+                self.held[place as usize].get_or_insert(index);
             }
         }
         self.edits.push(edit);
@@ -206,7 +206,7 @@ impl<'a> Draft<'a> {
             }
             node = slot;
         }
-        place.check(node)?;
+        check(place, node)?;
         Ok(node)
     }
 
@@ -242,7 +242,7 @@ impl<'a> Draft<'a> {
                 Some(next) => node = next,
             }
         }
-        place.check(node)?;
+        check(place, node)?;
         Ok(whole(node))
     }
 
@@ -288,7 +288,7 @@ fn walk(mut node: &Value, place: Place, from: usize) -> Result<Option<&Value>, A
             Some(next) => node = next,
         }
     }
-    place.check(node)?;
+    check(place, node)?;
     Ok(Some(node))
 }
 
@@ -296,7 +296,7 @@ fn walk(mut node: &Value, place: Place, from: usize) -> Result<Option<&Value>, A
 /// place, and the place empty.
 fn skeleton(place: Place, depth: usize) -> Value {
     let path = place.path();
-    let mut node = place.empty();
+    let mut node = empty(place);
     for key in path[depth..].iter().rev() {
         let mut map = Map::new();
         map.insert((*key).to_string(), node);

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use json_patch::Patch;
 use serde_json::Value;
 
-use super::apply::{ApplyContext, ApplyError, Objects, apply};
-use super::dispatch::Target;
-use super::draft::{Draft, Place};
-use super::footprint::footprint;
-use crate::admission::{Denial, ObjectReach};
+use super::apply::apply;
+use super::context::{ApplyContext, Objects};
+use super::draft::Draft;
+use super::shape::ApplyError;
+use crate::admission::Denial;
+use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
-use crate::profile::{Action, Profile};
+use crate::profile::{Action, Facts, Place, Profile, Rule, Target};
 
 /// A provider profile ready to mutate objects. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -83,12 +84,39 @@ impl Engine {
         &self.reach
     }
 
+    /// The rules of the target's component that apply to this shoot, in
+    /// profile order. A condition that cannot be evaluated (a shoot field of
+    /// the wrong shape) is a `Forbidden` denial naming the field.
+    fn matching<'p>(
+        &'p self,
+        target: &Target,
+        shoot: &ShootContext,
+    ) -> Result<impl Iterator<Item = &'p Rule> + 'p, Denial> {
+        let facts = Facts::of_shoot(shoot);
+        let mut matched = Vec::new();
+        for rule in self.profile.rules(target.component) {
+            let applies = match &rule.when {
+                None => true,
+                Some(c) => c
+                    .eval(&facts)
+                    .map_err(|e| Denial::Forbidden(e.to_string()))?,
+            };
+            if applies {
+                matched.push(rule);
+            }
+        }
+        Ok(matched.into_iter())
+    }
+
     /// The Secrets and ConfigMaps (in the object's namespace) that the rules
     /// matching this shoot read; sorted and without duplicates.
-    pub fn needs(&self, target: &Target, shoot: &ShootContext) -> Vec<(ObjectKind, String)> {
+    pub fn needs(
+        &self,
+        target: &Target,
+        shoot: &ShootContext,
+    ) -> Result<Vec<(ObjectKind, String)>, Denial> {
         let mut out = Vec::new();
-        let rules = self.profile.rules(target.component).iter();
-        for rule in rules.filter(|r| r.when.as_ref().is_none_or(|c| c.eval(shoot))) {
+        for rule in self.matching(target, shoot)? {
             for action in &rule.actions {
                 let need = match action {
                     Action::SecretChecksum(n) => Some((ObjectKind::Secret, n.name.clone())),
@@ -103,7 +131,7 @@ impl Engine {
         }
         out.sort();
         out.dedup();
-        out
+        Ok(out)
     }
 
     /// Apply the matching rules, in profile order, to a draft of `object`.
@@ -130,10 +158,7 @@ impl Engine {
         };
         let mut draft = Draft::new(object);
         let mut matched = Vec::new();
-        for rule in self.profile.rules(target.component) {
-            if !rule.when.as_ref().is_none_or(|c| c.eval(shoot)) {
-                continue;
-            }
+        for rule in self.matching(target, shoot)? {
             matched.push(rule.name.clone());
             let container = rule
                 .container
@@ -148,7 +173,7 @@ impl Engine {
                     )),
                     ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
                         "could not get {} '{namespace}/{name}': not found",
-                        kind_word(kind)
+                        kind.word()
                     )),
                 })?;
             }
@@ -164,21 +189,16 @@ impl Engine {
             .iter()
             .map(|rule| RuleTrace {
                 rule: rule.name.clone(),
-                matched: rule.when.as_ref().is_none_or(|c| c.eval(shoot)),
-                reason: rule
+                matched: rule
                     .when
                     .as_ref()
-                    .map_or_else(|| "no condition".to_string(), |c| c.explain(shoot)),
+                    .is_none_or(|c| c.eval(&Facts::of_shoot(shoot)).unwrap_or(false)),
+                reason: rule.when.as_ref().map_or_else(
+                    || "no condition".to_string(),
+                    |c| c.explain(&Facts::of_shoot(shoot)),
+                ),
             })
             .collect()
-    }
-}
-
-/// Gardener's spelling in its error messages.
-pub(super) fn kind_word(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Secret => "secret",
-        ObjectKind::ConfigMap => "configmap",
     }
 }
 

@@ -1,23 +1,29 @@
 //! The mutation engine: applies a provider profile to a control-plane object.
 //!
-//! * [`dispatch`] / [`TARGETS`]: which objects are mutated (Gardener's generic mutator);
+//! * [`dispatch`]: which objects are mutated (Gardener's generic mutator, over
+//!   the profile's [`crate::profile::TARGETS`]);
 //! * [`Engine`]: the pure core — `needs` then `mutate`, no I/O;
-//! * [`WebhookMutator`]: the [`crate::admission::Mutator`] shell that reads the
-//!   shoot context and the needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
+//! * `draft.rs`, `place.rs`: the copy-on-write draft the rules write to, so
+//!   only the places they change are copied and diffed;
+//! * `apply.rs`, `primitives.rs`, `sidecar.rs`: the actions, Gardener's
+//!   helpers with their Go semantics;
+//! * [`WebhookMutator`]: the [`crate::admission::Mutator`] shell that decodes
+//!   requests within the engine's reach and reads the shoot context and the
+//!   needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
 
 mod apply;
 mod context;
 mod dispatch;
 mod draft;
 mod engine;
-mod footprint;
 mod place;
 pub mod primitives;
+mod shape;
 mod sidecar;
 mod webhook;
 
-pub use apply::Objects;
-pub use dispatch::{Skip, TARGETS, Target, dispatch, target_for_component};
+pub use context::Objects;
+pub use dispatch::{Skip, dispatch};
 pub use engine::{Engine, Mutation, RuleTrace};
-pub use sidecar::{provider_sidecar, sidecar_container, wants_workload_identity};
+pub use sidecar::{provider_sidecar, sidecar_container};
 pub use webhook::{Outcome, WebhookMutator, mutate_request};

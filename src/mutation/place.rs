@@ -1,71 +1,32 @@
-//! The places of an object that rules write to, and the lists in them.
+//! The mechanics of the places rules write to ([`Place`], declared with the
+//! actions in the profile): their empty value and type check, and the lists
+//! in them ([`ListAt`]).
 
 use serde_json::{Map, Value};
 
-use super::apply::{ApplyError, shape};
+use super::shape::{ApplyError, shape};
+use crate::profile::Place;
 
-/// A map or list of an object that rules write to, reached through maps only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
-    /// `spec.template.metadata.labels`
-    Labels,
-    /// `spec.template.metadata.annotations`
-    Annotations,
-    /// `spec.template.spec.containers`
-    Containers,
-    /// `spec.template.spec.volumes`
-    Volumes,
-    /// `spec.resourcePolicy.containerPolicies` of a VerticalPodAutoscaler
-    ContainerPolicies,
+/// An empty value of the place's type.
+pub(super) fn empty(place: Place) -> Value {
+    if place.is_list() {
+        Value::Array(Vec::new())
+    } else {
+        Value::Object(Map::new())
+    }
 }
 
-impl Place {
-    pub(super) const ALL: [Place; 5] = [
-        Place::Labels,
-        Place::Annotations,
-        Place::Containers,
-        Place::Volumes,
-        Place::ContainerPolicies,
-    ];
-
-    pub(super) fn index(self) -> usize {
-        self as usize
-    }
-
-    pub(super) fn path(self) -> &'static [&'static str] {
-        match self {
-            Place::Labels => &["spec", "template", "metadata", "labels"],
-            Place::Annotations => &["spec", "template", "metadata", "annotations"],
-            Place::Containers => &["spec", "template", "spec", "containers"],
-            Place::Volumes => &["spec", "template", "spec", "volumes"],
-            Place::ContainerPolicies => &["spec", "resourcePolicy", "containerPolicies"],
-        }
-    }
-
-    fn is_list(self) -> bool {
-        !matches!(self, Place::Labels | Place::Annotations)
-    }
-
-    pub(super) fn empty(self) -> Value {
-        if self.is_list() {
-            Value::Array(Vec::new())
-        } else {
-            Value::Object(Map::new())
-        }
-    }
-
-    /// The node at the end of the path has the place's type.
-    pub(super) fn check(self, node: &Value) -> Result<(), ApplyError> {
-        let (ok, expected) = if self.is_list() {
-            (node.is_array(), "a list")
-        } else {
-            (node.is_object(), "a map")
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(shape(dotted(self.path()), expected))
-        }
+/// The node at the end of the place's path has the place's type.
+pub(super) fn check(place: Place, node: &Value) -> Result<(), ApplyError> {
+    let (ok, expected) = if place.is_list() {
+        (node.is_array(), "a list")
+    } else {
+        (node.is_object(), "a map")
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(shape(dotted(place.path()), expected))
     }
 }
 

@@ -7,39 +7,23 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-/// Label value of `security.gardener.cloud/purpose` that switches on the
-/// workload-identity token mount.
-const WORKLOAD_IDENTITY_PURPOSE: &str = "workload-identity-token-requestor";
+use crate::gardener::ObjectData;
+
 const WORKLOAD_IDENTITY_VOLUME: &str = "workload-identity";
 const WORKLOAD_IDENTITY_PATH: &str = "/var/run/secrets/gardener.cloud/workload-identity";
 const METRICS_PORT: u16 = 10259;
 
 /// The sidecar container `machine-controller-manager-<provider>` and, when the
-/// `cloudprovider` Secret's labels ask for workload identity (the purpose label
-/// alone, as AWS and Azure check it), the pod volume carrying the token.
+/// `cloudprovider` Secret asks for workload identity (the purpose label alone,
+/// as AWS and Azure check it), the pod volume carrying the token.
 pub fn provider_sidecar(
     namespace: &str,
     provider: &str,
     image: &str,
-    secret_labels: Option<&BTreeMap<String, String>>,
+    cloudprovider: Option<&ObjectData>,
 ) -> (Value, Option<Value>) {
-    let wi = secret_labels.is_some_and(|l| wants_workload_identity(l, &BTreeMap::new()));
+    let wi = cloudprovider.is_some_and(|s| s.requests_workload_identity(&BTreeMap::new()));
     sidecar_container(namespace, provider, image, wi, &[])
-}
-
-/// Whether the Secret's labels switch on workload identity: the purpose label
-/// `security.gardener.cloud/purpose=workload-identity-token-requestor` and
-/// every label of `also_required`.
-pub fn wants_workload_identity(
-    labels: &BTreeMap<String, String>,
-    also_required: &BTreeMap<String, String>,
-) -> bool {
-    labels
-        .get("security.gardener.cloud/purpose")
-        .is_some_and(|p| p == WORKLOAD_IDENTITY_PURPOSE)
-        && also_required
-            .iter()
-            .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
 }
 
 /// The sidecar with `extra_args` appended after the standard arguments, and the
@@ -108,32 +92,6 @@ pub fn sidecar_container(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn workload_identity_needs_the_purpose_and_every_required_label() {
-        let purpose = ("security.gardener.cloud/purpose", WORKLOAD_IDENTITY_PURPOSE);
-        let gcp = ("workloadidentity.security.gardener.cloud/provider", "gcp");
-        let required = labels(&[gcp]);
-        assert!(wants_workload_identity(
-            &labels(&[purpose]),
-            &BTreeMap::new()
-        ));
-        assert!(!wants_workload_identity(&labels(&[purpose]), &required));
-        assert!(!wants_workload_identity(&labels(&[gcp]), &required));
-        assert!(wants_workload_identity(&labels(&[purpose, gcp]), &required));
-        let azure = ("workloadidentity.security.gardener.cloud/provider", "azure");
-        assert!(!wants_workload_identity(
-            &labels(&[purpose, azure]),
-            &required
-        ));
-    }
 
     #[test]
     fn extra_args_follow_the_standard_ones() {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::apply::Objects;
+use super::context::Objects;
 use super::dispatch::{Skip, dispatch};
-use super::engine::{Engine, Mutation, kind_word};
-use crate::admission::{AdmissionRequest, Denial, Mutator, ObjectReach, Operation, Verdict};
+use super::engine::{Engine, Mutation};
+use crate::admission::{AdmissionRequest, Denial, Mutator, Operation, ReviewError, Verdict};
 use crate::state::StateSource;
 
 /// Mutates control-plane objects with an [`Engine`], reading the shoot context
@@ -92,7 +92,7 @@ pub async fn mutate_request<'a>(
         .shoot(namespace)
         .map_err(|e| Denial::Forbidden(e.to_string()))?;
     let mut objects = Objects::new();
-    for (kind, name) in engine.needs(target, &shoot) {
+    for (kind, name) in engine.needs(target, &shoot)? {
         match state.object(kind, namespace, &name).await {
             Ok(Some(data)) => {
                 objects.insert((kind, name), data);
@@ -100,7 +100,7 @@ pub async fn mutate_request<'a>(
             Ok(None) => {
                 return Err(Denial::Forbidden(format!(
                     "could not get {} '{namespace}/{name}': not found",
-                    kind_word(kind)
+                    kind.word()
                 )));
             }
             Err(e) => return Err(Denial::Forbidden(e.to_string())),
@@ -112,14 +112,14 @@ pub async fn mutate_request<'a>(
 }
 
 impl Mutator for WebhookMutator {
+    fn decode(&self, body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+        crate::decode::review(body, self.engine.reach())
+    }
+
     fn mutate<'a>(
         &'a self,
         request: &'a AdmissionRequest,
     ) -> BoxFuture<'a, Result<Verdict, Denial>> {
         Box::pin(self.decide(request))
-    }
-
-    fn reach(&self) -> &ObjectReach {
-        self.engine.reach()
     }
 }

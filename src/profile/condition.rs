@@ -1,98 +1,163 @@
-//! Rule conditions (`when:`): what a profile can ask about the shoot.
+//! The one condition language of a profile: what a rule's `when:` and a CCM
+//! argument's `when:` can ask about a shoot.
+//!
+//! A condition is a map; every key given must hold:
+//!
+//! | key | holds when |
+//! |---|---|
+//! | `kubernetes: "<range>"` | the shoot's Kubernetes version is in the range ([`VersionRange`]) |
+//! | `workerKubernetes: {pool?, range}` | the pool's version (its own, else the shoot's) is in the range; without `pool`, any pool's |
+//! | `ipv6: true\|false` | `IPv6` in `spec.networking.ipFamilies`, or an IPv6 node CIDR in the status |
+//! | `dualStack: true\|false` | `ipFamilies` is not exactly `[IPv4]`, or the status has two node CIDRs |
+//! | `overlayEnabled: true\|false` | the networking `providerConfig.overlay.enabled` (absent: enabled) |
+//! | `seedInShootRegion: true\|false` | the seed runs on the same provider type and in the shoot's region |
+//! | `workloadIdentity: true\|false` | the credentials Secret counts as workload identity (only where the credentials are read: the `ccm:` section) |
+//! | `annotation: <key>` | the shoot annotation parses as true (Go's `strconv.ParseBool`) |
+//! | `infrastructureConfig`, `controlPlaneConfig`, `cloudProfileConfig: {path, equals \| notFalse: true}` | a field of the shoot's InfrastructureConfig, ControlPlaneConfig or the CloudProfile's providerConfig, by dotted path, equals the value / is absent, null or anything but `false` |
+//! | `all: [...]`, `any: [...]`, `not: {...}` | combinators |
+//!
+//! Conditions are compiled once, when the profile loads, with errors naming
+//! the field (`when.any[1].not.kubernetes`); evaluating one is a few
+//! comparisons over the [`Facts`].
 
+use std::collections::BTreeSet;
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use super::version::VersionRange;
 use crate::gardener::ShootContext;
 
-/// A Kubernetes version range such as `">= 1.31, < 1.34"`: comma-separated
-/// comparisons that must all hold. Versions are `MAJOR.MINOR[.PATCH]` (missing
-/// parts are 0) and are compared on major, minor and patch only, so a
-/// pre-release `1.34.0-rc.1` counts as 1.34.0 — the behaviour of Gardener's
-/// `< 1.34-0` constraints.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionRange {
-    text: String,
-    comparisons: Vec<(Op, [u64; 3])>,
+/// What conditions are evaluated against.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    pub shoot: &'a ShootContext,
+    /// The provider type the profile serves (the ControlPlane's `spec.type`).
+    pub provider: &'a str,
+    /// Whether the credentials Secret counts as workload identity; `None`
+    /// where the credentials are not read (rule conditions).
+    pub workload_identity: Option<bool>,
 }
 
+impl<'a> Facts<'a> {
+    /// Facts about the shoot alone, as rule conditions see them.
+    pub fn of_shoot(shoot: &'a ShootContext) -> Self {
+        Facts {
+            shoot,
+            provider: shoot.provider_type(),
+            workload_identity: None,
+        }
+    }
+}
+
+/// A yes/no fact about the shoot or its credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Ge,
-    Gt,
-    Le,
-    Lt,
-    Eq,
-    Ne,
+pub enum Fact {
+    Ipv6,
+    DualStack,
+    OverlayEnabled,
+    SeedInShootRegion,
+    WorkloadIdentity,
 }
 
-impl VersionRange {
-    /// Parse a range; the error says which comparison is malformed.
-    pub fn parse(text: &str) -> Result<VersionRange, String> {
-        let mut comparisons = Vec::new();
-        for part in text.split(',') {
-            let part = part.trim();
-            let (op, rest) = [
-                (">=", Op::Ge),
-                ("<=", Op::Le),
-                ("!=", Op::Ne),
-                (">", Op::Gt),
-                ("<", Op::Lt),
-                ("=", Op::Eq),
-            ]
-            .iter()
-            .find_map(|(sym, op)| part.strip_prefix(sym).map(|rest| (*op, rest)))
-            .ok_or_else(|| {
-                format!("comparison {part:?} must start with one of >=, >, <=, <, =, !=")
-            })?;
-            let version = parse_version(rest.trim())
-                .ok_or_else(|| format!("{:?} is not a version like 1.31 or 1.31.2", rest.trim()))?;
-            comparisons.push((op, version));
+impl Fact {
+    const ALL: [Fact; 5] = [
+        Fact::Ipv6,
+        Fact::DualStack,
+        Fact::OverlayEnabled,
+        Fact::SeedInShootRegion,
+        Fact::WorkloadIdentity,
+    ];
+
+    /// The key in a condition map.
+    pub fn key(self) -> &'static str {
+        match self {
+            Fact::Ipv6 => "ipv6",
+            Fact::DualStack => "dualStack",
+            Fact::OverlayEnabled => "overlayEnabled",
+            Fact::SeedInShootRegion => "seedInShootRegion",
+            Fact::WorkloadIdentity => "workloadIdentity",
         }
-        Ok(VersionRange {
-            text: text.to_string(),
-            comparisons,
-        })
     }
 
-    /// Whether `version` lies in the range.
-    pub fn contains(&self, version: &semver::Version) -> bool {
-        let v = [version.major, version.minor, version.patch];
-        self.comparisons.iter().all(|(op, bound)| match op {
-            Op::Ge => v >= *bound,
-            Op::Gt => v > *bound,
-            Op::Le => v <= *bound,
-            Op::Lt => v < *bound,
-            Op::Eq => v == *bound,
-            Op::Ne => v != *bound,
-        })
-    }
-}
-
-impl fmt::Display for VersionRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-fn parse_version(s: &str) -> Option<[u64; 3]> {
-    let s = s.strip_prefix('v').unwrap_or(s);
-    let mut out = [0u64; 3];
-    let mut parts = s.split('.');
-    for (i, slot) in out.iter_mut().enumerate() {
-        match parts.next() {
-            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
-                *slot = p.parse().ok()?
+    fn eval(self, facts: &Facts<'_>) -> Result<bool, ConditionError> {
+        let shoot = facts.shoot;
+        Ok(match self {
+            Fact::Ipv6 => shoot.is_ipv6(),
+            Fact::DualStack => {
+                let families = shoot.ip_families();
+                let ipv4_only =
+                    families.is_empty() || (families.len() == 1 && families[0] == "IPv4");
+                !ipv4_only || shoot.shoot.status.networking.nodes.0.len() == 2
             }
-            None if i >= 2 => {}
-            _ => return None,
-        }
+            Fact::OverlayEnabled => overlay_enabled(shoot)?,
+            Fact::SeedInShootRegion => {
+                shoot.seed_provider_type() == Some(facts.provider)
+                    && shoot.seed_region() == Some(shoot.region())
+            }
+            Fact::WorkloadIdentity => facts
+                .workload_identity
+                .ok_or(ConditionError::Unknown(Fact::WorkloadIdentity.key()))?,
+        })
     }
-    parts.next().is_none().then_some(out)
 }
 
-/// Which value a field of the infrastructure config must have.
+/// `spec.networking.providerConfig.overlay.enabled`; absent means enabled.
+fn overlay_enabled(shoot: &ShootContext) -> Result<bool, ConditionError> {
+    match shoot
+        .shoot
+        .spec
+        .networking
+        .provider_config
+        .as_ref()
+        .and_then(|c| c.get("overlay"))
+        .and_then(|o| o.get("enabled"))
+    {
+        None | Some(Value::Null) => Ok(true),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(ConditionError::Shoot {
+            field: "spec.networking.providerConfig.overlay.enabled".into(),
+            reason: format!("{other} is not a boolean"),
+        }),
+    }
+}
+
+/// The raw provider config a field condition reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Config {
+    /// The shoot's `spec.provider.infrastructureConfig`.
+    Infrastructure,
+    /// The shoot's `spec.provider.controlPlaneConfig`.
+    ControlPlane,
+    /// The CloudProfile's `spec.providerConfig`.
+    CloudProfile,
+}
+
+impl Config {
+    const ALL: [Config; 3] = [
+        Config::Infrastructure,
+        Config::ControlPlane,
+        Config::CloudProfile,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Config::Infrastructure => "infrastructureConfig",
+            Config::ControlPlane => "controlPlaneConfig",
+            Config::CloudProfile => "cloudProfileConfig",
+        }
+    }
+
+    fn of(self, shoot: &ShootContext) -> Option<&Value> {
+        match self {
+            Config::Infrastructure => shoot.infrastructure_config(),
+            Config::ControlPlane => shoot.control_plane_config(),
+            Config::CloudProfile => shoot.cloud_profile_config(),
+        }
+    }
+}
+
+/// Which value a config field must have.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldTest {
     /// The field equals this JSON value (absent never equals).
@@ -101,23 +166,24 @@ pub enum FieldTest {
     NotFalse,
 }
 
-/// A compiled `when:` condition.
+/// A compiled condition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Condition {
     /// The shoot's `spec.kubernetes.version` is in the range.
     Kubernetes(VersionRange),
-    /// The effective version of a worker pool (its own, else the shoot's) is in
-    /// the range; without a pool name, of any pool.
+    /// The version of a worker pool (its own, else the shoot's) is in the
+    /// range; without a pool name, of any pool.
     WorkerKubernetes {
         pool: Option<String>,
         range: VersionRange,
     },
-    /// The shoot is (or is not) IPv6: `IPv6` in ipFamilies or an IPv6 node CIDR.
-    Ipv6(bool),
+    /// A yes/no fact has the wanted value.
+    Is(Fact, bool),
     /// The shoot annotation parses as true (Go's strconv.ParseBool).
     AnnotationTrue(String),
-    /// A field of `spec.provider.infrastructureConfig`, by dotted path.
-    InfrastructureConfig {
+    /// A field of a raw provider config, by dotted path.
+    Field {
+        config: Config,
         path: Vec<String>,
         test: FieldTest,
     },
@@ -126,10 +192,85 @@ pub enum Condition {
     Not(Box<Condition>),
 }
 
+/// A condition that cannot be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConditionError {
+    /// A shoot field it reads has the wrong shape.
+    #[error("invalid shoot in the Cluster: {field}: {reason}")]
+    Shoot { field: String, reason: String },
+    /// A fact this place does not know (ruled out when the profile loads).
+    #[error("the condition {0} cannot be evaluated here")]
+    Unknown(&'static str),
+}
+
+/// Where a condition is written, which decides the facts it may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A rule of `components:` (the webhook does not read the credentials for it).
+    Rule,
+    /// The `ccm:` section (the renderer holds the credentials Secret).
+    Ccm,
+}
+
+/// The keys a condition map may have, in the order they are combined.
+const KEYS: [&str; 14] = [
+    "kubernetes",
+    "workerKubernetes",
+    "ipv6",
+    "dualStack",
+    "overlayEnabled",
+    "seedInShootRegion",
+    "workloadIdentity",
+    "annotation",
+    "infrastructureConfig",
+    "controlPlaneConfig",
+    "cloudProfileConfig",
+    "all",
+    "any",
+    "not",
+];
+
+/// A compile error: the field (below the condition's own path) and why.
+pub type Invalid = (String, String);
+
 impl Condition {
-    /// Evaluate against the shoot.
-    pub fn eval(&self, shoot: &ShootContext) -> bool {
-        match self {
+    /// Compile a condition map written at `at` (e.g. `when`). Errors name the
+    /// field: `when.any[1].not.kubernetes`.
+    pub fn compile(value: &Value, at: &str, place: Place) -> Result<Condition, Invalid> {
+        let Value::Object(map) = value else {
+            return Err((
+                at.to_string(),
+                format!(
+                    "must be a map of conditions, e.g. {{kubernetes: \">= 1.31\"}}, not {value}"
+                ),
+            ));
+        };
+        if let Some(unknown) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err((
+                format!("{at}.{unknown}"),
+                format!("unknown {unknown:?} (known: {})", KEYS.join(", ")),
+            ));
+        }
+        let mut all = Vec::new();
+        for key in KEYS {
+            let Some(v) = map.get(key) else { continue };
+            let field = format!("{at}.{key}");
+            all.push(compile_key(key, v, &field, place)?);
+        }
+        match all.len() {
+            0 => Err((
+                at.to_string(),
+                "an empty condition; omit `when` to always apply".into(),
+            )),
+            1 => Ok(all.remove(0)),
+            _ => Ok(Condition::All(all)),
+        }
+    }
+
+    /// Evaluate against the facts.
+    pub fn eval(&self, facts: &Facts<'_>) -> Result<bool, ConditionError> {
+        let shoot = facts.shoot;
+        Ok(match self {
             Condition::Kubernetes(range) => range.contains(shoot.kubernetes_version()),
             Condition::WorkerKubernetes { pool, range } => match pool {
                 Some(pool) => range.contains(shoot.worker_version(pool)),
@@ -141,128 +282,310 @@ impl Condition {
                     .iter()
                     .any(|w| range.contains(shoot.worker_version(&w.name))),
             },
-            Condition::Ipv6(want) => shoot.is_ipv6() == *want,
+            Condition::Is(fact, want) => fact.eval(facts)? == *want,
             Condition::AnnotationTrue(key) => shoot.annotation_is_true(key),
-            Condition::InfrastructureConfig { path, test } => {
-                let field = shoot
-                    .infrastructure_config()
+            Condition::Field { config, path, test } => {
+                let field = config
+                    .of(shoot)
                     .and_then(|cfg| path.iter().try_fold(cfg, |v, key| v.get(key)));
                 match test {
                     FieldTest::Equals(want) => field == Some(want),
                     FieldTest::NotFalse => field != Some(&Value::Bool(false)),
                 }
             }
-            Condition::All(all) => all.iter().all(|c| c.eval(shoot)),
-            Condition::Any(any) => any.iter().any(|c| c.eval(shoot)),
-            Condition::Not(inner) => !inner.eval(shoot),
-        }
+            Condition::All(all) => {
+                for c in all {
+                    if !c.eval(facts)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            Condition::Any(any) => {
+                for c in any {
+                    if c.eval(facts)? {
+                        return Ok(true);
+                    }
+                }
+                false
+            }
+            Condition::Not(inner) => !inner.eval(facts)?,
+        })
     }
 
     /// Evaluate and say why, for `scion mutate --explain`.
-    pub fn explain(&self, shoot: &ShootContext) -> String {
-        let verdict = |ok: bool| if ok { "yes" } else { "no" };
+    pub fn explain(&self, facts: &Facts<'_>) -> String {
+        let shoot = facts.shoot;
+        let verdict = match self.eval(facts) {
+            Ok(true) => "yes".to_string(),
+            Ok(false) => "no".to_string(),
+            Err(e) => format!("error: {e}"),
+        };
         match self {
             Condition::Kubernetes(range) => format!(
-                "kubernetes {} in \"{range}\": {}",
-                shoot.kubernetes_version(),
-                verdict(self.eval(shoot))
+                "kubernetes {} in \"{range}\": {verdict}",
+                shoot.kubernetes_version()
             ),
             Condition::WorkerKubernetes { pool, range } => format!(
-                "worker pool {} kubernetes in \"{range}\": {}",
-                pool.as_deref().unwrap_or("(any)"),
-                verdict(self.eval(shoot))
+                "worker pool {} kubernetes in \"{range}\": {verdict}",
+                pool.as_deref().unwrap_or("(any)")
             ),
-            Condition::Ipv6(want) => format!(
-                "ipv6 is {} (shoot: {}): {}",
-                want,
-                shoot.is_ipv6(),
-                verdict(self.eval(shoot))
-            ),
+            Condition::Is(fact, want) => {
+                let (whose, actual) = match fact {
+                    Fact::WorkloadIdentity => ("credentials", fact.eval(facts)),
+                    _ => ("shoot", fact.eval(facts)),
+                };
+                let actual = actual.map_or_else(|e| e.to_string(), |b| b.to_string());
+                format!("{} is {want} ({whose}: {actual}): {verdict}", fact.key())
+            }
             Condition::AnnotationTrue(key) => format!(
-                "annotation {key} is true (value {:?}): {}",
+                "annotation {key} is true (value {:?}): {verdict}",
                 shoot
                     .annotations()
                     .get(key)
                     .map(String::as_str)
                     .unwrap_or("<unset>"),
-                verdict(self.eval(shoot))
             ),
-            Condition::InfrastructureConfig { path, test } => format!(
-                "infrastructureConfig.{} {}: {}",
+            Condition::Field { config, path, test } => format!(
+                "{}.{} {}: {verdict}",
+                config.key(),
                 path.join("."),
                 match test {
                     FieldTest::Equals(v) => format!("== {v}"),
                     FieldTest::NotFalse => "is not false".to_string(),
                 },
-                verdict(self.eval(shoot))
             ),
             Condition::All(all) => format!(
                 "all[{}]",
                 all.iter()
-                    .map(|c| c.explain(shoot))
+                    .map(|c| c.explain(facts))
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
             Condition::Any(any) => format!(
-                "any[{}]: {}",
+                "any[{}]: {verdict}",
                 any.iter()
-                    .map(|c| c.explain(shoot))
+                    .map(|c| c.explain(facts))
                     .collect::<Vec<_>>()
                     .join("; "),
-                verdict(self.eval(shoot))
             ),
-            Condition::Not(inner) => format!(
-                "not({}): {}",
-                inner.explain(shoot),
-                verdict(self.eval(shoot))
-            ),
+            Condition::Not(inner) => format!("not({}): {verdict}", inner.explain(facts)),
         }
     }
+
+    /// The condition keys this condition uses, for documentation checks.
+    pub fn keys(&self, out: &mut BTreeSet<&'static str>) {
+        match self {
+            Condition::Kubernetes(_) => {
+                out.insert("kubernetes");
+            }
+            Condition::WorkerKubernetes { .. } => {
+                out.insert("workerKubernetes");
+            }
+            Condition::Is(fact, _) => {
+                out.insert(fact.key());
+            }
+            Condition::AnnotationTrue(_) => {
+                out.insert("annotation");
+            }
+            Condition::Field { config, .. } => {
+                out.insert(config.key());
+            }
+            Condition::All(list) => {
+                out.insert("all");
+                list.iter().for_each(|c| c.keys(out));
+            }
+            Condition::Any(list) => {
+                out.insert("any");
+                list.iter().for_each(|c| c.keys(out));
+            }
+            Condition::Not(c) => {
+                out.insert("not");
+                c.keys(out);
+            }
+        }
+    }
+}
+
+impl fmt::Display for Fact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+fn compile_key(key: &str, v: &Value, field: &str, place: Place) -> Result<Condition, Invalid> {
+    let invalid = |message: String| Err((field.to_string(), message));
+    if let Some(fact) = Fact::ALL.into_iter().find(|f| f.key() == key) {
+        let Value::Bool(want) = v else {
+            return invalid(format!("must be true or false, not {v}"));
+        };
+        if fact == Fact::WorkloadIdentity && place == Place::Rule {
+            return invalid(
+                "is only known where the credentials are read (the ccm: section); \
+                 a rule can ask the provider sidecar for workload identity instead"
+                    .into(),
+            );
+        }
+        return Ok(Condition::Is(fact, *want));
+    }
+    if let Some(config) = Config::ALL.into_iter().find(|c| c.key() == key) {
+        return compile_field(config, v, field);
+    }
+    match key {
+        "kubernetes" => Ok(Condition::Kubernetes(range(v, field)?)),
+        "workerKubernetes" => {
+            let map = object(v, field, &["pool", "range"])?;
+            let pool = match map.get("pool") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) => Some(p.clone()),
+                Some(other) => {
+                    return Err((
+                        format!("{field}.pool"),
+                        format!("must be a string, not {other}"),
+                    ));
+                }
+            };
+            let range_value = map.get("range").unwrap_or(&Value::Null);
+            let range = range(range_value, &format!("{field}.range"))?;
+            Ok(Condition::WorkerKubernetes { pool, range })
+        }
+        "annotation" => match v {
+            Value::String(key) if !key.is_empty() => Ok(Condition::AnnotationTrue(key.clone())),
+            Value::String(_) => invalid("must not be empty".into()),
+            other => invalid(format!("must be an annotation key, not {other}")),
+        },
+        "all" | "any" => {
+            let Value::Array(list) = v else {
+                return invalid(format!("must be a list of conditions, not {v}"));
+            };
+            if list.is_empty() {
+                return invalid("must not be empty".into());
+            }
+            let compiled = list
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Condition::compile(c, &format!("{field}[{i}]"), place))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(if key == "all" {
+                Condition::All(compiled)
+            } else {
+                Condition::Any(compiled)
+            })
+        }
+        "not" => Ok(Condition::Not(Box::new(Condition::compile(
+            v, field, place,
+        )?))),
+        other => invalid(format!("unknown {other:?}")),
+    }
+}
+
+fn range(v: &Value, field: &str) -> Result<VersionRange, Invalid> {
+    let Value::String(text) = v else {
+        return Err((
+            field.to_string(),
+            format!("must be a version range like \">= 1.31, < 1.34\", not {v}"),
+        ));
+    };
+    VersionRange::parse(text).map_err(|e| {
+        (
+            field.to_string(),
+            format!("invalid version range {text:?}: {e}"),
+        )
+    })
+}
+
+fn object<'v>(v: &'v Value, field: &str, keys: &[&str]) -> Result<&'v Map<String, Value>, Invalid> {
+    let Value::Object(map) = v else {
+        return Err((field.to_string(), format!("must be a map, not {v}")));
+    };
+    if let Some(unknown) = map.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err((
+            format!("{field}.{unknown}"),
+            format!("unknown {unknown:?} (known: {})", keys.join(", ")),
+        ));
+    }
+    Ok(map)
+}
+
+fn compile_field(config: Config, v: &Value, field: &str) -> Result<Condition, Invalid> {
+    let map = object(v, field, &["path", "equals", "notFalse"])?;
+    let path_text = match map.get("path") {
+        Some(Value::String(p)) => p.clone(),
+        _ => {
+            return Err((
+                format!("{field}.path"),
+                "must be a dotted field path".into(),
+            ));
+        }
+    };
+    let path: Vec<String> = path_text.split('.').map(str::to_string).collect();
+    if path.iter().any(String::is_empty) {
+        return Err((
+            format!("{field}.path"),
+            format!("{path_text:?} is not a dotted field path"),
+        ));
+    }
+    let test = match (map.get("equals"), map.get("notFalse")) {
+        (Some(v), None) => FieldTest::Equals(v.clone()),
+        (None, Some(Value::Bool(true))) => FieldTest::NotFalse,
+        _ => {
+            return Err((
+                field.to_string(),
+                "needs exactly one of `equals: <value>` or `notFalse: true`".into(),
+            ));
+        }
+    };
+    Ok(Condition::Field { config, path, test })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn v(s: &str) -> semver::Version {
-        semver::Version::parse(s).unwrap()
+    fn compile(v: Value) -> Result<Condition, Invalid> {
+        Condition::compile(&v, "when", Place::Rule)
     }
 
     #[test]
-    fn ranges_compare_major_minor_patch() {
-        let r = VersionRange::parse(">= 1.31, < 1.34").unwrap();
-        assert!(r.contains(&v("1.31.0")));
-        assert!(r.contains(&v("1.33.9")));
-        assert!(!r.contains(&v("1.34.0")));
+    fn errors_name_the_field() {
+        let (field, message) =
+            compile(json!({"any": [{"ipv6": true}, {"not": {"kubernetes": "1.2"}}]})).unwrap_err();
+        assert_eq!(field, "when.any[1].not.kubernetes");
         assert!(
-            !r.contains(&v("1.34.0-rc.1")),
-            "pre-releases of 1.34 are 1.34"
+            message.contains("invalid version range \"1.2\""),
+            "{message}"
         );
-        assert!(!r.contains(&v("1.30.14")));
+        let (field, message) = compile(json!({"dualstack": true})).unwrap_err();
+        assert_eq!(field, "when.dualstack");
         assert!(
-            VersionRange::parse("= 1.18")
-                .unwrap()
-                .contains(&v("1.18.0"))
+            message.starts_with("unknown \"dualstack\" (known: kubernetes"),
+            "{message}"
         );
+        let (field, _) = compile(json!({"workloadIdentity": true})).unwrap_err();
+        assert_eq!(field, "when.workloadIdentity");
+        assert!(Condition::compile(&json!({"workloadIdentity": true}), "when", Place::Ccm).is_ok());
+        let (_, message) = compile(json!("dualStack")).unwrap_err();
         assert!(
-            !VersionRange::parse("= 1.18")
-                .unwrap()
-                .contains(&v("1.18.3"))
+            message.starts_with("must be a map of conditions"),
+            "{message}"
         );
-        assert!(
-            VersionRange::parse("!= 1.18.3")
-                .unwrap()
-                .contains(&v("1.18.0"))
-        );
+        let (field, _) = compile(json!({"ipv6": "yes"})).unwrap_err();
+        assert_eq!(field, "when.ipv6");
+        let (field, _) =
+            compile(json!({"infrastructureConfig": {"path": "a..b", "equals": 1}})).unwrap_err();
+        assert_eq!(field, "when.infrastructureConfig.path");
     }
 
     #[test]
-    fn malformed_ranges_say_what_is_wrong() {
-        let err = VersionRange::parse(">= 1.x").unwrap_err();
-        assert!(err.contains("\"1.x\""), "{err}");
-        let err = VersionRange::parse("~1.31").unwrap_err();
-        assert!(err.contains("must start with"), "{err}");
-        assert!(VersionRange::parse(">= 1.31.0.1").is_err());
-        assert!(VersionRange::parse(">= ").is_err());
+    fn several_keys_are_all_of_them_in_a_fixed_order() {
+        let c =
+            compile(json!({"annotation": "a", "kubernetes": ">= 1.31", "ipv6": false})).unwrap();
+        let Condition::All(parts) = c else {
+            panic!("{c:?}")
+        };
+        assert!(matches!(parts[0], Condition::Kubernetes(_)));
+        assert!(matches!(parts[1], Condition::Is(Fact::Ipv6, false)));
+        assert!(matches!(parts[2], Condition::AnnotationTrue(_)));
     }
 }

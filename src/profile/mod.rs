@@ -1,24 +1,44 @@
-//! Declarative provider profiles.
+//! Declarative provider profiles: one YAML file per provider, owned here
+//! whole — the rules of the webhook, the `ccm:` section, the one condition
+//! language and the one version syntax both use, parsed and validated in one
+//! pass with one error type that names the file, the rule and the field.
 //!
-//! A profile is a YAML file that says, per control-plane component, which rules
-//! apply: each rule has a name, an optional `when` condition over the shoot and
-//! a list of primitive actions with Gardener's semantics. The schema is
-//! documented in the README ("The mutation engine and provider profiles"); the built-in profiles live in
-//! `src/profile/builtin/` and are embedded in the binary.
+//! | file | what |
+//! |---|---|
+//! | [`mod@self`] | [`Profile`], loading, the built-ins, [`ProfileError`] |
+//! | `actions.rs` | the actions of a rule ([`Action`]) |
+//! | `targets.rs` | the components rules apply to ([`TARGETS`]) and where actions write ([`Place`], [`Action::touches`]) |
+//! | `condition.rs` | the condition language ([`Condition`], evaluated over [`Facts`]) |
+//! | `version.rs` | the version syntax ([`VersionRange`]) |
+//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs` | the `ccm:` section ([`CcmSpec`]) |
+//! | `validate.rs` | the checks serde cannot make |
+//!
+//! The schema is documented in `docs/profiles.md`; the built-in profiles live
+//! in `src/profile/builtin/` and are embedded in the binary.
 
+mod actions;
+pub mod ccm;
+mod ccm_entries;
+mod ccm_parts;
 mod condition;
-mod schema;
-mod serialize;
+mod targets;
 mod validate;
+mod version;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use condition::{Condition, FieldTest, VersionRange};
-pub use schema::{
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use actions::{
     Action, ContainerNameRef, EnsureFlag, FlagList, KeyRef, KeyValue, ListItem, NameRef,
     ProviderSidecar, RemoveFlag, ReplaceFlag, Scope,
 };
-use serde_json::Value;
+pub use ccm::CcmSpec;
+pub use condition::{Condition, ConditionError, Config, Fact, Facts, FieldTest};
+pub use targets::{Place, TARGETS, Target, Touch, target_for_component};
+pub use version::VersionRange;
 
 /// Names of the built-in provider profiles.
 pub const BUILTIN_PROVIDERS: &[&str] = &["alicloud", "aws", "azure", "gcp", "openstack"];
@@ -42,11 +62,10 @@ pub struct Profile {
     pub source: String,
     pub provider: String,
     pub description: Option<String>,
-    /// Rules per component, in the order of [`crate::mutation::TARGETS`] keys
-    /// as written (sorted by component name).
+    /// Rules per component, sorted by component name.
     pub components: Vec<(&'static str, Vec<Rule>)>,
-    /// The `ccm:` section, owned by the CCM renderer and not validated here.
-    pub ccm: Option<Value>,
+    /// The `ccm:` section, when the profile has one.
+    pub ccm: Option<CcmSpec>,
 }
 
 /// One named rule.
@@ -76,12 +95,50 @@ pub enum ProfileError {
         field: String,
         message: String,
     },
+    #[error("{file}: field {field}: {message}")]
+    Field {
+        file: String,
+        field: String,
+        message: String,
+    },
     #[error("{file}: {message}")]
     Other { file: String, message: String },
     #[error(
         "no built-in profile for provider {provider:?} (built in: {known}); pass --profile FILE"
     )]
     UnknownProvider { provider: String, known: String },
+}
+
+/// A profile file as written; [`validate`] turns it into a [`Profile`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ProfileFile {
+    provider: String,
+    #[serde(default)]
+    description: Option<String>,
+    /// Rules per component (`kube-apiserver`, `machine-controller-manager-vpa`, ...).
+    #[serde(default)]
+    components: BTreeMap<String, Vec<RuleFile>>,
+    /// The cloud-controller-manager the ControlPlane controller deploys.
+    #[serde(default)]
+    ccm: Option<CcmSpec>,
+}
+
+/// A rule as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RuleFile {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    /// A condition map, compiled by [`Condition::compile`].
+    #[serde(default)]
+    when: Option<Value>,
+    /// The container the container-level actions work on (default: the
+    /// component's own container, e.g. `kube-controller-manager`).
+    #[serde(default)]
+    container: Option<String>,
+    actions: Vec<Action>,
 }
 
 impl Profile {
@@ -112,11 +169,26 @@ impl Profile {
 
     /// Parse and validate profile text; `file` names it in errors.
     pub fn from_yaml(file: &str, text: &str) -> Result<Profile, ProfileError> {
-        let raw: schema::ProfileFile =
-            serde_saphyr::from_str(text).map_err(|e| ProfileError::Parse {
-                file: file.to_string(),
-                message: e.to_string(),
-            })?;
+        let parse = |message: String| ProfileError::Parse {
+            file: file.to_string(),
+            message,
+        };
+        // YAML to a tree first (syntax errors with line and column), then
+        // the schema with the path of the offending field.
+        let tree: Value = serde_saphyr::from_str(text).map_err(|e| parse(e.to_string()))?;
+        let raw: ProfileFile = serde_path_to_error::deserialize(tree).map_err(|e| {
+            let field = e.path().to_string();
+            let message = e.into_inner().to_string();
+            if field == "." || field.is_empty() {
+                parse(message)
+            } else {
+                ProfileError::Field {
+                    file: file.to_string(),
+                    field,
+                    message,
+                }
+            }
+        })?;
         validate::compile(file, raw)
     }
 
@@ -127,6 +199,15 @@ impl Profile {
             .find(|(c, _)| *c == component)
             .map(|(_, rules)| rules.as_slice())
             .unwrap_or(&[])
+    }
+
+    /// The `ccm:` section, which the ControlPlane controller needs.
+    pub fn ccm(&self) -> Result<&CcmSpec, ProfileError> {
+        self.ccm.as_ref().ok_or_else(|| ProfileError::Field {
+            file: self.source.clone(),
+            field: "ccm".into(),
+            message: "the profile has no ccm section; the ControlPlane controller needs one".into(),
+        })
     }
 }
 
@@ -217,15 +298,22 @@ components:
     }
 
     #[test]
-    fn ccm_section_is_kept_raw() {
-        let p = Profile::from_yaml(
-            "x.yaml",
-            "provider: x\nccm:\n  anything: [1, {deep: true}]\n",
-        )
-        .unwrap();
+    fn the_ccm_section_is_parsed_with_the_profile_and_errors_name_its_field() {
+        let e = err("provider: x\nccm:\n  anything: [1, {deep: true}]\n");
+        assert!(
+            e.starts_with("x.yaml: field ccm.anything: unknown field `anything`"),
+            "{e}"
+        );
+        let p = Profile::builtin("aws").unwrap();
         assert_eq!(
-            p.ccm,
-            Some(serde_json::json!({"anything": [1, {"deep": true}]}))
+            p.ccm().unwrap().container_name,
+            "aws-cloud-controller-manager"
+        );
+        let none = Profile::from_yaml("x.yaml", "provider: x\n").unwrap();
+        let e = none.ccm().unwrap_err().to_string();
+        assert!(
+            e.starts_with("x.yaml: field ccm: the profile has no ccm section"),
+            "{e}"
         );
     }
 }

@@ -1,14 +1,14 @@
-//! Turning a parsed profile file into a [`Profile`], with errors that name the
-//! file, the rule and the field.
+//! Turning a parsed profile file into a [`Profile`]: what serde cannot check,
+//! with errors that name the file, the rule and the field.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::condition::{Condition, FieldTest, VersionRange};
-use super::schema::{Action, ConditionFile, ProfileFile, Scope};
-use super::{Profile, ProfileError, Rule, TEMPLATE_VARIABLES};
-use crate::mutation::{TARGETS, target_for_component};
+use super::actions::{Action, Scope};
+use super::condition::{Condition, Place};
+use super::targets::{TARGETS, target_for_component};
+use super::{Profile, ProfileError, ProfileFile, Rule, TEMPLATE_VARIABLES};
 
 pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileError> {
     let other = |message: String| ProfileError::Other {
@@ -49,7 +49,8 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
             }
             let when = rule
                 .when
-                .map(|c| compile_condition(c, "when"))
+                .as_ref()
+                .map(|c| Condition::compile(c, "when", Place::Rule))
                 .transpose()
                 .map_err(|(field, msg)| invalid(field, msg))?;
             if rule.actions.is_empty() {
@@ -81,6 +82,14 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
         }
         components.push((target.component, compiled));
     }
+    if let Some(ccm) = &raw.ccm {
+        ccm.validate()
+            .map_err(|(field, message)| ProfileError::Field {
+                file: file.to_string(),
+                field,
+                message,
+            })?;
+    }
     Ok(Profile {
         source: file.to_string(),
         provider: raw.provider,
@@ -88,86 +97,6 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
         components,
         ccm: raw.ccm,
     })
-}
-
-fn compile_condition(c: ConditionFile, at: &str) -> Result<Condition, (String, String)> {
-    let mut all = Vec::new();
-    if let Some(range) = c.kubernetes {
-        let field = format!("{at}.kubernetes");
-        let parsed = VersionRange::parse(&range)
-            .map_err(|e| (field, format!("invalid version range {range:?}: {e}")))?;
-        all.push(Condition::Kubernetes(parsed));
-    }
-    if let Some(w) = c.worker_kubernetes {
-        let field = format!("{at}.workerKubernetes.range");
-        let range = VersionRange::parse(&w.range)
-            .map_err(|e| (field, format!("invalid version range {:?}: {e}", w.range)))?;
-        all.push(Condition::WorkerKubernetes {
-            pool: w.pool,
-            range,
-        });
-    }
-    if let Some(ipv6) = c.ipv6 {
-        all.push(Condition::Ipv6(ipv6));
-    }
-    if let Some(key) = c.annotation {
-        if key.is_empty() {
-            return Err((format!("{at}.annotation"), "must not be empty".into()));
-        }
-        all.push(Condition::AnnotationTrue(key));
-    }
-    if let Some(f) = c.infrastructure_config {
-        let field = format!("{at}.infrastructureConfig");
-        let path: Vec<String> = f.path.split('.').map(str::to_string).collect();
-        if path.iter().any(String::is_empty) {
-            return Err((
-                format!("{field}.path"),
-                format!("{:?} is not a dotted field path", f.path),
-            ));
-        }
-        let test = match (f.equals, f.not_false) {
-            (Some(v), None) => FieldTest::Equals(v),
-            (None, Some(true)) => FieldTest::NotFalse,
-            _ => {
-                return Err((
-                    field,
-                    "needs exactly one of `equals: <value>` or `notFalse: true`".into(),
-                ));
-            }
-        };
-        all.push(Condition::InfrastructureConfig { path, test });
-    }
-    for (key, list) in [("all", c.all), ("any", c.any)] {
-        if let Some(list) = list {
-            if list.is_empty() {
-                return Err((format!("{at}.{key}"), "must not be empty".into()));
-            }
-            let compiled = list
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| compile_condition(c, &format!("{at}.{key}[{i}]")))
-                .collect::<Result<Vec<_>, _>>()?;
-            all.push(if key == "all" {
-                Condition::All(compiled)
-            } else {
-                Condition::Any(compiled)
-            });
-        }
-    }
-    if let Some(inner) = c.not {
-        all.push(Condition::Not(Box::new(compile_condition(
-            *inner,
-            &format!("{at}.not"),
-        )?)));
-    }
-    match all.len() {
-        0 => Err((
-            at.to_string(),
-            "an empty condition; omit `when` to always apply".into(),
-        )),
-        1 => Ok(all.remove(0)),
-        _ => Ok(Condition::All(all)),
-    }
 }
 
 fn check_action(action: &Action, vpa: bool) -> Result<(), String> {

@@ -157,7 +157,7 @@ async fn handle(
         Ok(bytes) => bytes,
         Err(err) => return (Outcome::Invalid, err.into_response()),
     };
-    let request = match AdmissionRequest::from_review_bytes_within(&bytes, state.mutator.reach()) {
+    let request = match state.mutator.decode(&bytes) {
         Ok(request) => request,
         Err(err) => {
             return (

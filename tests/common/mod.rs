@@ -14,7 +14,7 @@ use hyper::{Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
-use scion::admission::{AdmissionRequest, Denial, Mutator, Verdict};
+use scion::admission::{AdmissionRequest, Denial, Mutator, ReviewError, Verdict};
 use scion::server::{BoundAddrs, Metrics, Readiness, Server, ServerConfig, ServerError};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
@@ -28,6 +28,10 @@ use tokio::task::JoinHandle;
 pub struct Scripted;
 
 impl Mutator for Scripted {
+    fn decode(&self, body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+        scion::decode::whole(body)
+    }
+
     fn mutate<'a>(
         &'a self,
         request: &'a AdmissionRequest,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::*;
 use http::{Request, Response};
 use kube::client::Body;
-use scion::ccm::{self, RenderInput, builtin_spec};
+use scion::ccm::{self, RenderInput};
 use scion::controller::{self, Context};
 use scion::gardener::ShootContext;
 use scion::gardener::{ControlPlane, ControlPlaneStatus, LastOperation};

@@ -7,6 +7,7 @@ pub mod providers;
 use scion::gardener::cluster::CloudProfileConfig;
 use scion::gardener::view::Strings;
 use scion::gardener::{ControlPlane, ObjectData, ShootContext};
+use scion::profile::{CcmSpec, Profile, ProfileError};
 use serde_json::{Value, json};
 
 pub const NS: &str = "shoot--foo--bar";
@@ -164,6 +165,16 @@ pub fn openstack_password_secret() -> ObjectData {
     )
 }
 
+/// The `ccm:` section of the built-in profile of `provider`.
+pub fn builtin_spec(provider: &str) -> Result<CcmSpec, ProfileError> {
+    Profile::builtin(provider)?.ccm().cloned()
+}
+
+/// The `ccm:` section of a whole profile text.
+pub fn ccm_spec(yaml: &str) -> Result<CcmSpec, ProfileError> {
+    Profile::from_yaml("test.yaml", yaml)?.ccm().cloned()
+}
+
 /// Render `cp` with the built-in CCM section of its type.
 pub fn render_builtin(
     cp: &ControlPlane,
@@ -171,7 +182,7 @@ pub fn render_builtin(
     secret: Option<&ObjectData>,
     kube_apiserver_replicas: Option<i32>,
 ) -> Result<scion::ccm::Rendered, scion::ccm::RenderError> {
-    let spec = scion::ccm::builtin_spec(&cp.spec.type_).expect("built-in spec");
+    let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
     scion::ccm::render(
         &scion::ccm::RenderInput {
             cp,

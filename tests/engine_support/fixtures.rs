@@ -37,7 +37,7 @@ pub fn fixtures() -> Vec<Fixture> {
         .map(|name| {
             let body = fs::read(dir.join(format!("{name}.review.json"))).unwrap();
             Fixture {
-                request: AdmissionRequest::from_review_bytes(&body).unwrap(),
+                request: scion::decode::whole(&body).unwrap(),
                 body,
                 context: read(&dir.join(format!("{name}.context.json"))),
                 expected: read(&dir.join(format!("{name}.expected.json"))),

@@ -8,8 +8,9 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 use scion::gardener::view::Strings;
 use scion::gardener::{ObjectData, ObjectKind, ShootContext};
-use scion::mutation::{Engine, TARGETS, Target, WebhookMutator};
+use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::{BUILTIN_PROVIDERS, Profile};
+use scion::profile::{TARGETS, Target};
 use scion::state::Snapshot;
 use serde_json::{Map, Value, json};
 
@@ -120,7 +121,7 @@ pub fn mutator(s: &Shoot, target: &Target, data: &BTreeMap<String, String>) -> W
     let ctx = context(s);
     let engine = Engine::new(Profile::builtin(s.provider).unwrap());
     let mut snap = Snapshot::default();
-    for (kind, name) in engine.needs(target, &ctx) {
+    for (kind, name) in engine.needs(target, &ctx).unwrap() {
         let object = match kind {
             ObjectKind::Secret => ObjectData::Secret {
                 data: Some(

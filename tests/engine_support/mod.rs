@@ -129,13 +129,13 @@ pub fn draft_patch_and_whole_diff(
 
 /// An UPDATE request for an object (kind from apiVersion/kind).
 pub fn request(object: Value) -> AdmissionRequest {
-    AdmissionRequest::from_review_bytes(&review_bytes(object)).unwrap()
+    scion::decode::whole(&review_bytes(object)).unwrap()
 }
 
 /// The same request as the server decodes it: the object only within the
 /// mutator's reach.
 pub fn pruned_request(m: &WebhookMutator, object: Value) -> AdmissionRequest {
-    AdmissionRequest::from_review_bytes_within(&review_bytes(object), m.reach()).unwrap()
+    m.decode(&review_bytes(object)).unwrap()
 }
 
 /// The AdmissionReview JSON of an UPDATE request for an object.

@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::RenderError;
-use super::spec::CloudConfigFormat;
 use crate::gardener::ControlPlane;
 use crate::gardener::ShootContext;
+use crate::profile::ccm::CloudConfigFormat;
 
 /// Name of the cloud config object.
 pub const CLOUD_CONFIG_NAME: &str = "cloud-provider-config";

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::FutureExt as _;
 
-use crate::ccm::CcmSpec;
 use crate::controller::{self, StopSignal};
 use crate::deploy::{self, Extension};
+use crate::profile::CcmSpec;
 use crate::server::Readiness;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
 

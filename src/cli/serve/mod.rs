@@ -201,7 +201,7 @@ fn leader_work(
         .unwrap_or_else(|| client.default_namespace().to_string());
     let extension = Extension::new(&provider, &namespace)?;
     let controller = if wants_controller {
-        let spec = crate::ccm::CcmSpec::from_profile(profile).with_context(|| {
+        let spec = profile.ccm().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
         Some(components::controller_context(

@@ -1,68 +1,19 @@
 //! The part of an object a profile reads or writes, as a [`Reach`], so the
 //! server decodes only that part of each request object.
 //!
-//! Derived from the actions by one exhaustive match: a new action cannot be
-//! added without saying where it writes. Besides the actions, every object
+//! Derived from where each action writes ([`crate::profile::Action::touches`],
+//! one exhaustive match: a new action cannot be added without saying where it
+//! writes). Besides the actions, every object
 //! needs what dispatch and the shape check read: `metadata.name`,
 //! `metadata.namespace`, `metadata.deletionTimestamp`, and for a Deployment the
 //! `name`, `command` and `args` of each container.
 
-use crate::admission::{ObjectReach, Reach};
-use crate::profile::{Action, Profile};
-
-use super::dispatch::TARGETS;
-use super::place::Place;
-
-/// Where in an object an action reads or writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Touch {
-    /// A place of the draft, whose elements or keys are added, replaced or
-    /// removed whole.
-    Whole(Place),
-    /// A list of one container of the pod template, changed in place.
-    ContainerField(&'static str),
-}
-
-fn touches(action: &Action) -> &'static [Touch] {
-    use Touch::*;
-    match action {
-        Action::EnsureFlag(f) => match f.list.field() {
-            "args" => &[ContainerField("args")],
-            _ => &[ContainerField("command")],
-        },
-        Action::RemoveFlag(f) => match f.list.field() {
-            "args" => &[ContainerField("args")],
-            _ => &[ContainerField("command")],
-        },
-        Action::ReplaceFlag(f) => match f.list.field() {
-            "args" => &[ContainerField("args")],
-            _ => &[ContainerField("command")],
-        },
-        Action::EnsureListItem(l) | Action::RemoveListItem(l) => match l.list.field() {
-            "args" => &[ContainerField("args")],
-            _ => &[ContainerField("command")],
-        },
-        Action::EnsureEnv(_) | Action::RemoveEnv(_) => &[ContainerField("env")],
-        Action::EnsureVolumeMount(_) | Action::RemoveVolumeMount(_) => {
-            &[ContainerField("volumeMounts")]
-        }
-        Action::EnsureVolume(_) | Action::RemoveVolume(_) => &[Whole(Place::Volumes)],
-        Action::EnsureContainer(_) | Action::RemoveContainer(_) => &[Whole(Place::Containers)],
-        Action::EnsureVpaContainerPolicy(_) | Action::RemoveVpaContainerPolicy(_) => {
-            &[Whole(Place::ContainerPolicies)]
-        }
-        Action::SetLabel(_) | Action::DeleteLabel(_) => &[Whole(Place::Labels)],
-        Action::SetAnnotation(_)
-        | Action::DeleteAnnotation(_)
-        | Action::SecretChecksum(_)
-        | Action::ConfigMapChecksum(_) => &[Whole(Place::Annotations)],
-        Action::ProviderSidecar(_) => &[Whole(Place::Volumes), Whole(Place::Containers)],
-    }
-}
+use super::{ObjectReach, Reach};
+use crate::profile::{Place, Profile, TARGETS, Touch};
 
 /// The reach of each object the profile mutates: per target, what dispatch,
 /// the shape check and the target's rules read or write.
-pub(super) fn footprint(profile: &Profile) -> ObjectReach {
+pub fn footprint(profile: &Profile) -> ObjectReach {
     let metadata = Reach::keys([
         ("name", Reach::All),
         ("namespace", Reach::All),
@@ -78,7 +29,10 @@ pub(super) fn footprint(profile: &Profile) -> ObjectReach {
             containers_with(&["name", "command", "args"])
         };
         let rules = profile.rules(target.component);
-        let touched = rules.iter().flat_map(|r| &r.actions).flat_map(touches);
+        let touched = rules
+            .iter()
+            .flat_map(|r| &r.actions)
+            .flat_map(|a| a.touches());
         let reach = touched.fold(checked, |reach, touch| reach.union(reach_of(*touch)));
         let identity = (target.group, target.version, target.kind, target.name);
         (identity, reach)

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
 use super::object_reach::{ObjectReach, ObjectSeed};
-use super::review::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
+use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
 
 /// Decodes an AdmissionReview `request` with its object cut down to its reach
 /// (see [`ObjectSeed`]).

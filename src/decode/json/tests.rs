@@ -9,10 +9,10 @@ use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny};
 use serde_json::Value;
 
 use super::Deserializer;
-use crate::admission::object_reach::ObjectReach;
-use crate::admission::reach::Reach;
-use crate::admission::request::ReviewSeed;
 use crate::admission::{GroupVersionKind, Operation};
+use crate::decode::object_reach::ObjectReach;
+use crate::decode::reach::Reach;
+use crate::decode::request::ReviewSeed;
 
 /// `text` read as a `T` by this reader, then `end`.
 pub(super) fn ours<T: DeserializeOwned>(text: &str) -> Result<T, super::Error> {

@@ -11,7 +11,7 @@ use serde_json::{Map, Number, Value};
 
 use super::Deserializer;
 use super::tests::disagreement;
-use crate::admission::reach::{Reach, Within};
+use crate::decode::reach::{Reach, Within};
 
 /// Keys from a small set, so that the reach below meets them, plus arbitrary ones.
 fn key() -> impl Strategy<Value = String> {

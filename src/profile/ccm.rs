@@ -1,13 +1,17 @@
 //! The `ccm:` section of a provider profile: everything that describes the
 //! cloud-controller-manager of one provider. Declarative where the charts are
-//! static, named built-ins where Gardener computes values.
+//! static, named built-ins where Gardener computes values. Parsed with the
+//! rest of the profile; [`CcmSpec::validate`] checks what serde cannot.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-pub use super::spec_entries::{Arg, ArgBuiltin, Condition, Env, EnvBuiltin, EnvField};
-pub use super::spec_parts::{
+use super::condition::Invalid;
+use super::version::VersionRange;
+
+pub use super::ccm_entries::{Arg, ArgBuiltin, Env, EnvBuiltin, EnvField};
+pub use super::ccm_parts::{
     ChecksumAlgorithm, CloudConfig, CloudConfigFormat, CloudConfigKind, ConfigChecksum,
     CredentialsMount, HostPathMount, KeyToPath, Probe, Resources, SecurityContext, Vpa,
     WorkloadIdentityDetection,
@@ -23,8 +27,8 @@ pub struct CcmSpec {
     /// ENTRYPOINT and the args go to `args` instead of `command`.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Image per Kubernetes minor. Keys: `"1.33"` (that minor), `">= 1.36"` (that
-    /// minor and later, the highest such key below the version wins) or `"*"` (any).
+    /// Image per Kubernetes version range (`"1.33.x"`, `">= 1.36"`, `"*"`); the
+    /// most specific matching range wins.
     pub images: BTreeMap<String, String>,
     /// Arguments in order: literal strings or `{builtin: <name>}`.
     pub args: Vec<Arg>,
@@ -84,69 +88,26 @@ fn default_revision_history_limit() -> i32 {
     1
 }
 
-/// A CCM section that does not parse or is inconsistent; names the field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SpecError {
-    #[error("ccm: {0}")]
-    Parse(String),
-    #[error("ccm.{field}: {reason}")]
-    Invalid { field: String, reason: String },
-}
-
 const VALID_UPDATE_MODES: &[&str] = &["Off", "Initial", "Recreate", "InPlaceOrRecreate", "Auto"];
 
 impl CcmSpec {
-    /// Parse the raw `ccm:` mapping handed over by the profile loader and validate it.
-    pub fn from_value(raw: serde_json::Value) -> Result<Self, SpecError> {
-        let spec: CcmSpec =
-            serde_json::from_value(raw).map_err(|e| SpecError::Parse(e.to_string()))?;
-        spec.validate()?;
-        Ok(spec)
-    }
-
-    /// The `ccm:` section of a loaded provider profile.
-    pub fn from_profile(profile: &crate::profile::Profile) -> Result<Self, SpecError> {
-        let raw = profile.ccm.clone().ok_or_else(|| SpecError::Invalid {
-            field: "ccm".into(),
-            reason: format!(
-                "profile {} has no ccm section; the ControlPlane controller needs one",
-                profile.source
-            ),
-        })?;
-        Self::from_value(raw)
-    }
-
-    /// Parse a YAML document whose top level is `ccm:` (the layout of a profile file).
-    pub fn from_profile_yaml(yaml: &str) -> Result<Self, SpecError> {
-        #[derive(Deserialize)]
-        struct Section {
-            ccm: serde_json::Value,
-        }
-        let section: Section =
-            serde_saphyr::from_str(yaml).map_err(|e| SpecError::Parse(e.to_string()))?;
-        Self::from_value(section.ccm)
-    }
-
-    /// Check what serde cannot: non-empty names, parseable minors, sane ports.
-    pub fn validate(&self) -> Result<(), SpecError> {
-        let invalid = |field: &str, reason: String| SpecError::Invalid {
-            field: field.to_string(),
-            reason,
-        };
+    /// Check what serde cannot: non-empty names, parseable version ranges,
+    /// sane ports. Errors name the field below `ccm`.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let invalid = |field: &str, reason: String| (format!("ccm.{field}"), reason);
         if self.container_name.trim().is_empty() {
             return Err(invalid("containerName", "must not be empty".into()));
         }
         if self.images.is_empty() {
-            return Err(invalid(
-                "images",
-                "needs at least one Kubernetes minor".into(),
-            ));
+            return Err(invalid("images", "needs at least one version range".into()));
         }
         for (minor, image) in &self.images {
-            if ImageKey::parse(minor).is_none() {
+            if let Err(e) = VersionRange::parse(minor) {
                 return Err(invalid(
                     &format!("images.{minor}"),
-                    "key must be a Kubernetes minor like \"1.33\", \">= 1.36\" or \"*\"".into(),
+                    format!(
+                        "key must be a version range like \"1.33.x\", \">= 1.36\" or \"*\": {e}"
+                    ),
                 ));
             }
             if image.trim().is_empty() {
@@ -233,12 +194,9 @@ impl CcmSpec {
         Ok(())
     }
 
-    fn validate_checksum(&self) -> Result<(), SpecError> {
+    fn validate_checksum(&self) -> Result<(), Invalid> {
         let checksum = &self.cloud_config.checksum;
-        let invalid = |reason: String| SpecError::Invalid {
-            field: "cloudConfig.checksum.manifest".into(),
-            reason,
-        };
+        let invalid = |reason: String| ("ccm.cloudConfig.checksum.manifest".to_string(), reason);
         match (checksum.algorithm, &checksum.manifest) {
             (ChecksumAlgorithm::ManifestSha256, None) => {
                 Err(invalid("algorithm manifestSha256 needs a manifest".into()))
@@ -247,7 +205,7 @@ impl CcmSpec {
                 let mut rest = text.as_str();
                 while let Some(at) = rest.find("${") {
                     rest = &rest[at..];
-                    let known = super::spec_parts::MANIFEST_PLACEHOLDERS
+                    let known = super::ccm_parts::MANIFEST_PLACEHOLDERS
                         .iter()
                         .any(|p| rest.starts_with(p));
                     let end = rest.find('}');
@@ -268,82 +226,34 @@ impl CcmSpec {
         }
     }
 
-    /// The image for a Kubernetes `major.minor`, or the override when given.
+    /// The image for the shoot's Kubernetes version, or the override when
+    /// given: among the `images` keys whose range holds the version, the most
+    /// specific ([`VersionRange::specificity`]).
     pub fn image_for(
         &self,
         version: &semver::Version,
         image_override: Option<&str>,
-    ) -> Result<String, SpecError> {
+    ) -> Result<String, String> {
         if let Some(image) = image_override {
             return Ok(image.to_string());
         }
-        let wanted = (version.major, version.minor);
-        let keyed: Vec<(ImageKey, &String)> = self
-            .images
+        self.images
             .iter()
-            .filter_map(|(k, v)| ImageKey::parse(k).map(|k| (k, v)))
-            .collect();
-        let exact = keyed
-            .iter()
-            .find(|(k, _)| *k == ImageKey::Minor(wanted.0, wanted.1));
-        let from = keyed
-            .iter()
-            .filter_map(|(k, v)| match k {
-                ImageKey::From(ma, mi) if (*ma, *mi) <= wanted => Some(((*ma, *mi), *v)),
-                _ => None,
+            .filter_map(|(key, image)| {
+                let range = VersionRange::parse(key).ok()?;
+                range
+                    .contains(version)
+                    .then(|| (range.specificity(), image))
             })
-            .max_by_key(|(minor, _)| *minor)
-            .map(|(_, v)| v);
-        let any = keyed.iter().find(|(k, _)| *k == ImageKey::Any);
-        exact
-            .map(|(_, v)| *v)
-            .or(from)
-            .or(any.map(|(_, v)| *v))
-            .cloned()
-            .ok_or_else(|| SpecError::Invalid {
-                field: "images".into(),
-                reason: format!(
+            .max_by_key(|(specificity, _)| *specificity)
+            .map(|(_, image)| image.clone())
+            .ok_or_else(|| {
+                format!(
                     "no image for Kubernetes {}.{} (known: {}); set an image override",
                     version.major,
                     version.minor,
                     self.images.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
+                )
             })
     }
-}
-
-fn parse_minor(s: &str) -> Option<(u64, u64)> {
-    let (major, minor) = s.split_once('.')?;
-    Some((major.parse().ok()?, minor.parse().ok()?))
-}
-
-/// A key of `images`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ImageKey {
-    Minor(u64, u64),
-    From(u64, u64),
-    Any,
-}
-
-impl ImageKey {
-    fn parse(key: &str) -> Option<Self> {
-        let key = key.trim();
-        if key == "*" {
-            return Some(Self::Any);
-        }
-        if let Some(rest) = key.strip_prefix(">=") {
-            let (ma, mi) = parse_minor(rest.trim())?;
-            return Some(Self::From(ma, mi));
-        }
-        parse_minor(key).map(|(ma, mi)| Self::Minor(ma, mi))
-    }
-}
-
-/// The CCM section of the built-in profile of `provider`.
-pub fn builtin_spec(provider: &str) -> Result<CcmSpec, SpecError> {
-    let profile = crate::profile::Profile::builtin(provider).map_err(|e| SpecError::Invalid {
-        field: "provider".into(),
-        reason: e.to_string(),
-    })?;
-    CcmSpec::from_profile(&profile)
 }

@@ -3,9 +3,12 @@
 
 use serde::Deserialize;
 
+use super::condition::{Condition, Place};
+
 /// One command-line argument: a string, `{builtin: <name>}`, or
-/// `{if: <condition>, then: <string>, else: <string>}` (`else` optional).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `{when: <condition>, then: <string>, else: <string>}` (`else` optional;
+/// the condition in the profile's one language).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(try_from = "serde_json::Value")]
 pub enum Arg {
     Literal(String),
@@ -17,71 +20,6 @@ pub enum Arg {
         then: String,
         otherwise: Option<String>,
     },
-}
-
-/// A fact about the shoot a conditional argument tests: a name, `{not: c}`,
-/// `{anyOf: [c, …]}` or `{allOf: [c, …]}`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "serde_json::Value")]
-pub enum Condition {
-    /// `ipFamilies` is not exactly `[IPv4]`, or `status.networking.nodes` has two
-    /// entries (a shoot migrating back from dual-stack still counts).
-    DualStack,
-    /// `IPv6` in `ipFamilies` or an IPv6 node CIDR in the status.
-    Ipv6,
-    /// `shoot.spec.networking.providerConfig.overlay.enabled`; absent means
-    /// enabled; a non-boolean is an error.
-    OverlayEnabled,
-    /// The seed runs on the same provider type as the ControlPlane and in the
-    /// shoot's region.
-    SeedInShootRegion,
-    /// The credentials count as workload identity (see `workloadIdentity`).
-    WorkloadIdentity,
-    Not(Box<Condition>),
-    AnyOf(Vec<Condition>),
-    AllOf(Vec<Condition>),
-}
-
-impl TryFrom<serde_json::Value> for Condition {
-    type Error = String;
-    fn try_from(v: serde_json::Value) -> Result<Self, String> {
-        use serde_json::Value;
-        let list = |items: &Value| -> Result<Vec<Condition>, String> {
-            items
-                .as_array()
-                .ok_or_else(|| format!("condition: expected a list, got {items}"))?
-                .iter()
-                .cloned()
-                .map(Condition::try_from)
-                .collect()
-        };
-        match &v {
-            Value::String(name) => match name.as_str() {
-                "dualStack" => Ok(Self::DualStack),
-                "ipv6" => Ok(Self::Ipv6),
-                "overlayEnabled" => Ok(Self::OverlayEnabled),
-                "seedInShootRegion" => Ok(Self::SeedInShootRegion),
-                "workloadIdentity" => Ok(Self::WorkloadIdentity),
-                other => Err(format!(
-                    "condition: unknown {other:?} (known: dualStack, ipv6, overlayEnabled, seedInShootRegion, workloadIdentity)"
-                )),
-            },
-            Value::Object(map) if map.len() == 1 => {
-                let (key, inner) = map.iter().next().ok_or("condition: empty mapping")?;
-                match key.as_str() {
-                    "not" => Ok(Self::Not(Box::new(Condition::try_from(inner.clone())?))),
-                    "anyOf" => Ok(Self::AnyOf(list(inner)?)),
-                    "allOf" => Ok(Self::AllOf(list(inner)?)),
-                    other => Err(format!(
-                        "condition: unknown operator {other:?} (known: not, anyOf, allOf)"
-                    )),
-                }
-            }
-            other => Err(format!(
-                "condition: expected a name or {{not|anyOf|allOf: …}}, got {other}"
-            )),
-        }
-    }
 }
 
 /// Arguments Gardener computes; each expands to zero or more flags.
@@ -138,18 +76,18 @@ impl TryFrom<serde_json::Value> for Arg {
                     .map(|b| Arg::Builtin { builtin: b.builtin })
                     .map_err(|e| format!("args: {e}"))
             }
-            serde_json::Value::Object(ref map) if map.contains_key("if") => {
-                let c = serde_json::from_value::<IfThenElse>(v.clone())
+            serde_json::Value::Object(ref map) if map.contains_key("when") => {
+                let c = serde_json::from_value::<WhenThenElse>(v.clone())
                     .map_err(|e| format!("args: {e}"))?;
                 Ok(Arg::Conditional {
-                    condition: Condition::try_from(c.condition)
-                        .map_err(|e| format!("args: {e}"))?,
+                    condition: Condition::compile(&c.condition, "when", Place::Ccm)
+                        .map_err(|(field, message)| format!("args: {field}: {message}"))?,
                     then: c.then,
                     otherwise: c.otherwise,
                 })
             }
             other => Err(format!(
-                "args: expected a string, {{builtin: <name>}} or {{if, then, else}}, got {other}"
+                "args: expected a string, {{builtin: <name>}} or {{when, then, else}}, got {other}"
             )),
         }
     }
@@ -196,8 +134,8 @@ impl TryFrom<serde_json::Value> for Env {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct IfThenElse {
-    #[serde(rename = "if")]
+struct WhenThenElse {
+    #[serde(rename = "when")]
     condition: serde_json::Value,
     then: String,
     #[serde(default, rename = "else")]

@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde_json::{Map, Value};
 
 use super::reach::{Reach, Within, scalar_values};
-use super::review::GroupVersionKind;
+use crate::admission::GroupVersionKind;
 
 static WHOLE: Reach = Reach::All;
 

@@ -1,80 +1,11 @@
-//! The YAML schema of a provider profile, as deserialised (unknown fields are
-//! rejected everywhere). [`super::validate`] turns it into a [`super::Profile`].
+//! The actions of a rule: Gardener's helper primitives, as a profile writes
+//! them (each a single-key map, e.g. `- ensureFlag: {flag: --cloud-provider=,
+//! value: external}`). Unknown fields are rejected.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// A profile file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct ProfileFile {
-    pub provider: String,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Rules per component (`kube-apiserver`, `machine-controller-manager-vpa`, ...).
-    #[serde(default)]
-    pub components: BTreeMap<String, Vec<RuleFile>>,
-    /// The cloud-controller-manager part; owned by the CCM renderer, kept raw here.
-    #[serde(default)]
-    pub ccm: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct RuleFile {
-    pub name: String,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub when: Option<ConditionFile>,
-    /// The container the container-level actions work on (default: the
-    /// component's own container, e.g. `kube-controller-manager`).
-    #[serde(default)]
-    pub container: Option<String>,
-    pub actions: Vec<Action>,
-}
-
-/// A condition as written: every key given must hold.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct ConditionFile {
-    #[serde(default)]
-    pub kubernetes: Option<String>,
-    #[serde(default)]
-    pub worker_kubernetes: Option<WorkerKubernetesFile>,
-    #[serde(default)]
-    pub ipv6: Option<bool>,
-    #[serde(default)]
-    pub annotation: Option<String>,
-    #[serde(default)]
-    pub infrastructure_config: Option<FieldTestFile>,
-    #[serde(default)]
-    pub all: Option<Vec<ConditionFile>>,
-    #[serde(default)]
-    pub any: Option<Vec<ConditionFile>>,
-    #[serde(default)]
-    pub not: Option<Box<ConditionFile>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct WorkerKubernetesFile {
-    #[serde(default)]
-    pub pool: Option<String>,
-    pub range: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct FieldTestFile {
-    pub path: String,
-    #[serde(default)]
-    pub equals: Option<Value>,
-    #[serde(default)]
-    pub not_false: Option<bool>,
-}
 
 /// Which string list of a container a flag action edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

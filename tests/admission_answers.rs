@@ -5,13 +5,13 @@
 //! in `tests/golden/answers.json`. A refactoring that changes one byte of one
 //! answer fails here. `SCION_UPDATE_GOLDEN=1` rewrites the file.
 
-mod engine_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use engine_support::fixtures::{fixtures, mutator_for};
 use scion::admission::{AdmissionResponse, Verdict};
+use support::mutation::fixtures::{fixtures, mutator_for};
 
 fn answer(m: &scion::mutation::WebhookMutator, body: &[u8]) -> String {
     use scion::admission::Mutator as _;

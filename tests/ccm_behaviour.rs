@@ -1,11 +1,11 @@
 //! Behaviour of the CCM renderer beyond the golden files: checksums, hibernation,
 //! errors, the profile section, the types and the CRDs.
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::*;
 use scion::ccm::{self, RenderInput, Rendered};
 use serde_json::json;
+use support::controller::*;
 
 fn command(r: &Rendered) -> Vec<String> {
     serde_json::from_value(object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["spec"]["containers"][0]["command"].clone()).expect("command")

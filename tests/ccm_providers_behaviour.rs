@@ -1,14 +1,14 @@
 //! Behaviour of the gcp, azure and alicloud CCM sections beyond the golden
 //! files: config text, checksums, workload identity, flags and errors.
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::providers::*;
-use controlplane_support::{builtin_spec, object, pod_annotations, secret};
 use scion::ccm::{RenderError, Rendered};
 use scion::checksum;
 use scion::gardener::{ObjectData, ShootContext};
 use serde_json::{Value, json};
+use support::controller::providers::*;
+use support::controller::{builtin_spec, object, pod_annotations, secret};
 
 fn container(r: &Rendered) -> &Value {
     &object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["spec"]["containers"]
@@ -58,7 +58,7 @@ fn render(
     shoot: &ShootContext,
     secret: Option<&ObjectData>,
 ) -> Result<Rendered, RenderError> {
-    controlplane_support::render_builtin(cp, shoot, secret, None)
+    support::controller::render_builtin(cp, shoot, secret, None)
 }
 
 #[test]

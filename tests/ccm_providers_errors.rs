@@ -1,13 +1,13 @@
 //! Missing or malformed inputs of the gcp, azure and alicloud CCM sections are
 //! errors that name the object and the field or key.
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::providers::*;
-use controlplane_support::secret;
 use scion::ccm::{RenderError, Rendered};
 use scion::gardener::{ObjectData, ShootContext};
 use serde_json::json;
+use support::controller::providers::*;
+use support::controller::secret;
 
 /// Render with the built-in section of the ControlPlane's type, kube-apiserver running.
 fn render(
@@ -15,7 +15,7 @@ fn render(
     shoot: &ShootContext,
     secret: Option<&ObjectData>,
 ) -> Result<Rendered, RenderError> {
-    controlplane_support::render_builtin(cp, shoot, secret, None)
+    support::controller::render_builtin(cp, shoot, secret, None)
 }
 
 #[test]

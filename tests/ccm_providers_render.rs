@@ -1,11 +1,11 @@
 //! Rendered CCM objects of gcp, azure and alicloud against golden files
 //! (`SCION_UPDATE_GOLDEN=1` rewrites them).
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::assert_golden;
-use controlplane_support::providers::*;
 use serde_json::json;
+use support::controller::assert_golden;
+use support::controller::providers::*;
 
 #[test]
 fn gcp_ipv4_static_credentials() {

@@ -1,11 +1,11 @@
 //! Rendered CCM objects against golden files (`SCION_UPDATE_GOLDEN=1` rewrites them).
 
-mod controlplane_support;
+mod support;
 
 use scion::gardener::cluster::CloudProfileConfig;
 
-use controlplane_support::*;
 use serde_json::json;
+use support::controller::*;
 
 #[test]
 fn aws_ipv4_static_credentials() {

@@ -1,9 +1,9 @@
 //! The CCM profile section, the ControlPlane type and the CRD manifests.
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::{builtin_spec, ccm_spec};
 use serde_json::{Value, json};
+use support::controller::{builtin_spec, ccm_spec};
 
 #[test]
 fn ccm_section_errors_name_the_field() {

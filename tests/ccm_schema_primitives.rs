@@ -2,13 +2,13 @@
 //! ranges, credentials items, `credentialsFile` env, checksum algorithms,
 //! workload-identity detection, probe port and hostPath type.
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::providers::*;
-use controlplane_support::*;
 use scion::ccm::{self, RenderInput};
 use scion::checksum;
 use serde_json::Value;
+use support::controller::providers::*;
+use support::controller::*;
 
 const GCP: &str = include_str!("../src/profile/builtin/gcp.yaml");
 const ALICLOUD: &str = include_str!("../src/profile/builtin/alicloud.yaml");

@@ -1,17 +1,17 @@
 //! Controller reconcile flows against a scripted mock API server: create, no-op,
 //! drift, operation annotations, skips and errors.
 
-mod controlplane_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use controlplane_support::mock::*;
-use controlplane_support::*;
 use kube::runtime::controller::Action;
 use scion::controller;
 use scion::gardener::cluster::LastOperation;
 use serde_json::{Value, json};
+use support::controller::mock::*;
+use support::controller::*;
 
 #[tokio::test]
 async fn create_adds_finalizer_reports_processing_applies_and_succeeds() {

@@ -2,16 +2,16 @@
 //! only then starts the controller (which lists ControlPlanes), and releases the
 //! Lease on shutdown.
 
-mod controlplane_support;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use controlplane_support::mock::{context, state};
-use controlplane_support::*;
 use http::Response;
 use kube::client::Body;
 use serde_json::{Value, json};
+use support::controller::mock::{context, state};
+use support::controller::*;
 
 const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/garden/leases/scion-controlplane";
 

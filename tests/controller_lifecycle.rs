@@ -1,17 +1,17 @@
 //! Controller lifecycle flows against a scripted mock API server: delete, blocked
 //! delete, migrate, restore and hibernation.
 
-mod controlplane_support;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use controlplane_support::mock::*;
-use controlplane_support::*;
 use kube::runtime::controller::Action;
 use scion::ccm::{self, RenderInput};
 use scion::controller;
 use serde_json::json;
+use support::controller::mock::*;
+use support::controller::*;
 
 #[tokio::test]
 async fn delete_removes_objects_in_order_then_the_finalizer() {

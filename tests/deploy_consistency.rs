@@ -4,7 +4,7 @@
 //! not serve, or send kinds scion ignores (load for nothing), or leave kinds scion
 //! mutates unregistered (no mutation at all).
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
@@ -128,7 +128,7 @@ async fn the_configured_path_reaches_the_engine_for_every_target() {
     ));
     let cert_dir = tempfile::tempdir().unwrap();
     let server = Server::bind(
-        common::test_config(cert_dir.path()),
+        support::server::test_config(cert_dir.path()),
         mutator,
         Readiness::new(),
         Metrics::new(),
@@ -151,9 +151,12 @@ async fn the_configured_path_reaches_the_engine_for_every_target() {
         .unwrap()
         .to_string();
     let ca = std::fs::read(cert_dir.path().join("ca.crt")).unwrap();
-    let mut conn = common::connect(addrs.https, common::client_config(&[&ca], &[b"http/1.1"]))
-        .await
-        .unwrap();
+    let mut conn = support::server::connect(
+        addrs.https,
+        support::server::client_config(&[&ca], &[b"http/1.1"]),
+    )
+    .await
+    .unwrap();
 
     for target in TARGETS {
         let uid = format!("uid-{}", target.component);

@@ -7,12 +7,12 @@
 //! Every request is also checked against the installed ClusterRole, so the
 //! RBAC table cannot miss a call the registration makes.
 
-mod deploy_support;
+mod support;
 
-use deploy_support::*;
 use http::{Method, StatusCode};
 use scion::deploy::{RegistrationError, RegistrationOutcome, register_webhook};
 use serde_json::json;
+use support::deploy::*;
 
 #[tokio::test]
 async fn creates_the_configuration_with_ca_and_namespace_owner() {

@@ -3,13 +3,13 @@
 //! patches the configuration when the file changes (as after a kubelet Secret
 //! volume update), against a mock API server.
 
-mod deploy_support;
+mod support;
 
 use std::time::Duration;
 
-use deploy_support::*;
 use http::{Method, StatusCode};
 use scion::deploy::{RegistrationTiming, keep_registered};
+use support::deploy::*;
 use tokio::sync::oneshot;
 
 #[tokio::test]

@@ -1,16 +1,16 @@
 //! `POST /controlplane` over real HTTPS: round trips and every error answer.
 
-mod common;
+mod support;
 
 use base64::Engine as _;
-use common::{TestServer, client_config, connect, review};
 use hyper::StatusCode;
 use serde_json::{Value, json};
+use support::server::{TestServer, client_config, connect, review};
 
 const V1: &str = "admission.k8s.io/v1";
 const V1BETA1: &str = "admission.k8s.io/v1beta1";
 
-async fn h1(server: &TestServer) -> common::Connection {
+async fn h1(server: &TestServer) -> support::server::Connection {
     connect(
         server.addrs.https,
         client_config(&[&server.ca_pem()], &[b"http/1.1"]),
@@ -88,7 +88,7 @@ async fn http2_is_negotiated_and_answers_the_same() {
     )
     .await
     .unwrap();
-    assert!(matches!(conn.sender, common::Sender::H2(_)));
+    assert!(matches!(conn.sender, support::server::Sender::H2(_)));
     let (status, _, body) = conn.review(review(V1, "uid-h2", "patch-me")).await.unwrap();
     assert_eq!(status, StatusCode::OK);
     assert_eq!(json_of(&body)["response"]["uid"], "uid-h2");

@@ -1,17 +1,17 @@
 //! Certificates: generation, kubelet-style rotation, rejection of a bad pair.
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{TestServer, client_config, connect, review, sample};
 use hyper::StatusCode;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
 use scion::server::{Metrics, Readiness, Server, ServerError};
+use support::server::{TestServer, client_config, connect, review, sample};
 
 const V1: &str = "admission.k8s.io/v1";
 
@@ -301,8 +301,8 @@ async fn only_one_file_present_fails_startup_naming_the_missing_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tls.crt"), "x").unwrap();
     let err = Server::bind(
-        common::test_config(dir.path()),
-        Arc::new(common::Scripted),
+        support::server::test_config(dir.path()),
+        Arc::new(support::server::Scripted),
         Readiness::new(),
         Metrics::new(),
     )

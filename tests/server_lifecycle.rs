@@ -1,6 +1,6 @@
 //! Shutdown, readiness, metrics, and the binary's exit behaviour.
 
-mod common;
+mod support;
 
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use common::{TestServer, client_config, connect, http_get, review, sample};
 use hyper::StatusCode;
+use support::server::{TestServer, client_config, connect, http_get, review, sample};
 
 const V1: &str = "admission.k8s.io/v1";
 

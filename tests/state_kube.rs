@@ -1,15 +1,15 @@
 //! The API source's Cluster watch against a mock API server: initial list,
 //! watch events, failures and re-lists.
 
-mod state_support;
+mod support;
 
 use std::time::Duration;
 
 use http::StatusCode;
 use scion::state::{KubeState, StateError, StateSource};
 use serde_json::{Value, json};
-use state_support::eventually;
-use state_support::mock_api::{next, respond, state, status_body};
+use support::state::eventually;
+use support::state::mock_api::{next, respond, state, status_body};
 
 fn fixture_cluster() -> Value {
     let path = format!(

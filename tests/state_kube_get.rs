@@ -1,7 +1,7 @@
 //! The API source's live Secret/ConfigMap GETs against a mock API server:
 //! found, not found, no answer (timeout), and API errors.
 
-mod state_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use http::StatusCode;
 use scion::gardener::{ObjectData, ObjectKind};
 use scion::state::{StateError, StateSource};
 use serde_json::json;
-use state_support::mock_api::{next, respond, state, status_body};
+use support::state::mock_api::{next, respond, state, status_body};
 
 #[tokio::test]
 async fn secret_and_configmap_gets_are_live() {

@@ -1,12 +1,12 @@
 //! The objects directory: file shapes, recursion, broken files, live re-read,
 //! and the example objects shipped in examples/objects.
 
-mod state_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use state_support::{cluster_yaml, write};
+use support::state::{cluster_yaml, write};
 
 use scion::gardener::{ObjectData, ObjectKind};
 use scion::state::{ObjectsDir, ObjectsDirError, StateError, StateSource};

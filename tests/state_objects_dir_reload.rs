@@ -1,11 +1,11 @@
 //! Live re-read of an objects directory after changes.
 
-mod state_support;
+mod support;
 
 use std::time::Duration;
 
 use scion::state::{ObjectsDir, StateSource};
-use state_support::{cluster_yaml, eventually, write};
+use support::state::{cluster_yaml, eventually, write};
 
 #[tokio::test]
 async fn changes_are_picked_up_live() {

@@ -6,7 +6,7 @@
 //! time a rule writes to it and leaves the rest of the object borrowed. The
 //! patch is the diff of each copied place against the original, emitted in the
 //! order a diff of the two whole objects would emit it, so it is the same patch
-//! computed on a fraction of the object (`tests/engine_reach.rs` and the
+//! computed on a fraction of the object (`tests/decode_reach.rs` and the
 //! property tests compare the two).
 //!
 //! Invariant: no edit lies inside another. A place is written either inside an

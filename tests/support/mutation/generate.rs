@@ -1,5 +1,5 @@
 //! Generated control-plane objects and shoots for the engine's property
-//! tests (`tests/proptest_engine.rs`).
+//! tests (`tests/mutation_properties.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -4,21 +4,21 @@
 //! and IPv4 / IPv6 / dual-stack shoots.
 //!
 //! 64 cases per property by default; `PROPTEST_CASES=5000 cargo test --test
-//! proptest_engine` for a longer run.
+//! mutation_properties` for a longer run.
 
-mod engine_support;
+mod support;
 
 use std::collections::BTreeMap;
 
-use engine_support::generate::{
-    Extras, Shoot, case, config, mutator, object, providers, unknown_parent,
-};
-use engine_support::{patch_and_apply, pruned_request, request, run};
 use proptest::prelude::*;
 use scion::admission::Verdict;
 use scion::mutation::WebhookMutator;
 use scion::profile::{TARGETS, Target};
 use serde_json::{Value, json};
+use support::mutation::generate::{
+    Extras, Shoot, case, config, mutator, object, providers, unknown_parent,
+};
+use support::mutation::{patch_and_apply, pruned_request, request, run};
 
 /// The object as stored after the webhook, checking the patch on the way and
 /// that the server's decoding of only the engine's reach gives the same answer.
@@ -31,7 +31,7 @@ fn stored(m: &WebhookMutator, object: &Value) -> Result<(Value, Vec<u8>), TestCa
         Ok(&verdict),
         "the reach changed the answer"
     );
-    if let Some((draft, whole)) = engine_support::draft_patch_and_whole_diff(m, &req) {
+    if let Some((draft, whole)) = support::mutation::draft_patch_and_whole_diff(m, &req) {
         prop_assert_eq!(
             draft,
             whole,

@@ -10,9 +10,9 @@
 //! AdmissionReview answer whose patch applies to the object.
 //!
 //! `SCION_FUZZ_CASES` sets the number of cases (default 128, ~30 s in a debug build);
-//! `SCION_FUZZ_CASES=200000 cargo test --release --test fuzz_request` runs long.
+//! `SCION_FUZZ_CASES=200000 cargo test --release --test decode_fuzz` runs long.
 
-mod engine_support;
+mod support;
 
 use std::fs;
 use std::path::PathBuf;
@@ -41,10 +41,10 @@ fn seeds() -> &'static [Seed] {
 
 fn load_seeds() -> Vec<Seed> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut seeds: Vec<Seed> = engine_support::fixtures::fixtures()
+    let mut seeds: Vec<Seed> = support::mutation::fixtures::fixtures()
         .into_iter()
         .map(|f| Seed {
-            mutator: engine_support::fixtures::mutator_for(&f),
+            mutator: support::mutation::fixtures::mutator_for(&f),
             body: f.body,
         })
         .collect();
@@ -64,7 +64,7 @@ fn load_seeds() -> Vec<Seed> {
 fn answer(m: &WebhookMutator, body: &[u8]) -> Result<(AdmissionRequest, Vec<u8>), String> {
     let request = m.decode(body).map_err(|e| e.to_string())?;
     let uid = request.uid.clone();
-    let response = match engine_support::run(m, &request) {
+    let response = match support::mutation::run(m, &request) {
         Ok(Verdict::Unchanged) => AdmissionResponse::allow(&uid),
         Ok(Verdict::Patched(patch)) => {
             if patch.0.is_empty() {

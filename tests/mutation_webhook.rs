@@ -1,17 +1,17 @@
 //! The webhook shell around the engine: what passes unchanged, what is denied
 //! and with which message, and loading custom profiles.
 
-mod engine_support;
+mod support;
 
 use std::sync::Arc;
 
-use engine_support::{NS, mutator, request, run, shoot, snapshot};
 use scion::admission::{AdmissionRequest, Denial, Verdict};
 use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
 use scion::profile::TARGETS;
 use scion::state::Snapshot;
 use serde_json::{Value, json};
+use support::mutation::{NS, mutator, request, run, shoot, snapshot};
 
 fn kcm() -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -149,7 +149,7 @@ components:
     let req = request(kcm());
     let verdict = run(&m, &req).unwrap();
     assert!(matches!(verdict, Verdict::Patched(_)), "not mutated");
-    let (_, out) = engine_support::patch_and_apply(&req, &verdict);
+    let (_, out) = support::mutation::patch_and_apply(&req, &verdict);
     assert_eq!(
         out["spec"]["template"]["spec"]["containers"][0]["command"],
         json!([

@@ -4,25 +4,25 @@
 //! object. Plus idempotence, determinism, the gardenlet-overwrite round trip and
 //! unknown-field preservation over every fixture.
 
-mod engine_support;
+mod support;
 
-use engine_support::fixtures::{fixture, fixtures, mutator_for};
 use scion::admission::Verdict;
 use serde_json::Value;
+use support::mutation::fixtures::{fixture, fixtures, mutator_for};
 
 #[test]
 fn every_recorded_review_gives_the_expected_object() {
     let mut failures = Vec::new();
     for f in fixtures() {
         let m = mutator_for(&f);
-        let verdict = match engine_support::run(&m, &f.request) {
+        let verdict = match support::mutation::run(&m, &f.request) {
             Ok(v) => v,
             Err(e) => {
                 failures.push(format!("{}: denied: {e}", f.name));
                 continue;
             }
         };
-        let (_, patched) = engine_support::patch_and_apply(&f.request, &verdict);
+        let (_, patched) = support::mutation::patch_and_apply(&f.request, &verdict);
         if patched != f.expected {
             failures.push(format!(
                 "{}:\n  got      {}\n  expected {}",
@@ -39,8 +39,8 @@ fn every_recorded_review_gives_the_expected_object() {
 fn mutating_the_mutated_object_yields_no_patch() {
     for f in fixtures() {
         let m = mutator_for(&f);
-        let again = engine_support::request(f.expected.clone());
-        let verdict = engine_support::run(&m, &again).unwrap();
+        let again = support::mutation::request(f.expected.clone());
+        let verdict = support::mutation::run(&m, &again).unwrap();
         assert_eq!(verdict, Verdict::Unchanged, "{} is not idempotent", f.name);
     }
 }
@@ -49,20 +49,20 @@ fn mutating_the_mutated_object_yields_no_patch() {
 fn patches_are_deterministic_and_survive_a_gardenlet_overwrite() {
     for f in fixtures() {
         let m = mutator_for(&f);
-        let first = engine_support::run(&m, &f.request).unwrap();
-        let (patch1, stored) = engine_support::patch_and_apply(&f.request, &first);
+        let first = support::mutation::run(&m, &f.request).unwrap();
+        let (patch1, stored) = support::mutation::patch_and_apply(&f.request, &first);
         let bytes1 = serde_json::to_vec(&patch1).unwrap();
         // Same request again (a fresh mutator, as after a restart): same bytes.
-        let second = engine_support::run(&mutator_for(&f), &f.request).unwrap();
-        let (patch2, _) = engine_support::patch_and_apply(&f.request, &second);
+        let second = support::mutation::run(&mutator_for(&f), &f.request).unwrap();
+        let (patch2, _) = support::mutation::patch_and_apply(&f.request, &second);
         assert_eq!(bytes1, serde_json::to_vec(&patch2).unwrap(), "{}", f.name);
         // gardenlet overwrites the whole spec with its own again (merge patch of
         // the spec it computes): the webhook must answer with the same patch.
         let mut overwritten = stored.clone();
         overwritten["spec"] = f.request.object.as_ref().unwrap()["spec"].clone();
-        let again = engine_support::request(overwritten.clone());
-        let verdict = engine_support::run(&m, &again).unwrap();
-        let (patch3, _) = engine_support::patch_and_apply(&again, &verdict);
+        let again = support::mutation::request(overwritten.clone());
+        let verdict = support::mutation::run(&m, &again).unwrap();
+        let (patch3, _) = support::mutation::patch_and_apply(&again, &verdict);
         assert_eq!(
             patch1, patch3,
             "{}: different patch after overwrite",
@@ -82,9 +82,9 @@ fn unknown_fields_survive_and_are_never_in_the_patch() {
                 c["futureContainerField"] = serde_json::json!({"x": true});
             }
         }
-        let request = engine_support::request(object.clone());
-        let verdict = engine_support::run(&mutator_for(&f), &request).unwrap();
-        let (patch, patched) = engine_support::patch_and_apply(&request, &verdict);
+        let request = support::mutation::request(object.clone());
+        let verdict = support::mutation::run(&mutator_for(&f), &request).unwrap();
+        let (patch, patched) = support::mutation::patch_and_apply(&request, &verdict);
         assert!(
             !patch.to_string().contains("future"),
             "{}: patch touches unknown fields: {patch}",
@@ -101,8 +101,8 @@ fn unknown_fields_survive_and_are_never_in_the_patch() {
 #[test]
 fn leftovers_are_removed_with_single_ops_in_place() {
     let f = fixture("aws-1.31-legacy-ipv4-kube-controller-manager");
-    let verdict = engine_support::run(&mutator_for(&f), &f.request).unwrap();
-    let (patch, _) = engine_support::patch_and_apply(&f.request, &verdict);
+    let verdict = support::mutation::run(&mutator_for(&f), &f.request).unwrap();
+    let (patch, _) = support::mutation::patch_and_apply(&f.request, &verdict);
     let ops: Vec<(String, String)> = patch
         .as_array()
         .unwrap()

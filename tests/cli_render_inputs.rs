@@ -1,13 +1,13 @@
 //! The pure parts of `scion render`: finding the ControlPlane in a directory and
 //! formatting the rendered objects.
 
-mod controlplane_support;
+mod support;
 
-use controlplane_support::*;
 use scion::ccm::RenderInput;
 use scion::cli::render::{Output, inputs_from_state, load_render_inputs, render_text};
 use scion::state::Snapshot;
 use serde_json::Value;
+use support::controller::*;
 
 #[test]
 fn finds_the_controlplane_and_its_cluster_among_multi_document_files() {

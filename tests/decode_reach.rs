@@ -6,17 +6,17 @@
 //! places the rules changed only (src/mutation/draft.rs), must be the diff of
 //! the whole objects.
 
-mod engine_support;
+mod support;
 
-use engine_support::fixtures::{Fixture, fixture, fixtures, mutator_for};
 use scion::admission::{AdmissionRequest, Mutator, Verdict};
 use scion::mutation::WebhookMutator;
 use serde_json::Value;
+use support::mutation::fixtures::{Fixture, fixture, fixtures, mutator_for};
 
 /// The answer to a request, as the server would put it on the wire: the patch
 /// JSON, "unchanged", or the denial.
 fn answer(m: &WebhookMutator, request: &AdmissionRequest) -> String {
-    match engine_support::run(m, request) {
+    match support::mutation::run(m, request) {
         Ok(Verdict::Unchanged) => "unchanged".into(),
         Ok(Verdict::Patched(patch)) => serde_json::to_string(&patch).unwrap(),
         Err(denial) => format!("denied: {denial}"),
@@ -160,7 +160,7 @@ fn the_patch_of_the_changed_places_is_the_diff_of_the_whole_objects() {
                 object: Some(object),
                 ..f.request.clone()
             };
-            let Some((draft, whole)) = engine_support::draft_patch_and_whole_diff(&m, &request)
+            let Some((draft, whole)) = support::mutation::draft_patch_and_whole_diff(&m, &request)
             else {
                 continue;
             };

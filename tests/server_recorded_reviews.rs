@@ -3,16 +3,15 @@
 //! with the patch computed on the whole object, and that patch must give the
 //! hand-written expected object.
 
-mod common;
-mod engine_support;
+mod support;
 
 use std::sync::Arc;
 
 use base64::Engine as _;
-use common::{TestServer, client_config, connect};
-use engine_support::fixtures::{fixtures, mutator_for};
 use scion::admission::Verdict;
 use serde_json::Value;
+use support::mutation::fixtures::{fixtures, mutator_for};
+use support::server::{TestServer, client_config, connect};
 
 #[tokio::test]
 async fn every_recorded_review_gets_the_whole_object_patch_over_https() {
@@ -30,7 +29,7 @@ async fn every_recorded_review_gets_the_whole_object_patch_over_https() {
         assert_eq!(response["uid"], f.request.uid.as_str());
 
         // What the engine answers on the object decoded whole.
-        let whole = engine_support::run(&mutator_for(&f), &f.request).unwrap();
+        let whole = support::mutation::run(&mutator_for(&f), &f.request).unwrap();
         let got_patch = response["patch"]
             .as_str()
             .map(|p| base64::engine::general_purpose::STANDARD.decode(p).unwrap());

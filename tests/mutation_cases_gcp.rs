@@ -2,11 +2,11 @@
 //! §1.4) that concern the components scion mutates, named after their number,
 //! plus historical cases of §1.3. kubelet/OSC cases (13–16, 20–21) are out of scope.
 
-mod engine_support;
+mod support;
 
-use engine_support::cases::*;
-use engine_support::{NS, mutator, request, run, shoot, snapshot};
 use serde_json::{Value, json};
+use support::mutation::cases::*;
+use support::mutation::{NS, mutator, request, run, shoot, snapshot};
 
 // ---- GCP §1.4 ---------------------------------------------------------------
 

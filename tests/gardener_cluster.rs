@@ -1,7 +1,7 @@
 //! The Cluster projection: every ShootContext field from realistic Cluster
 //! fixtures (IPv4, dual-stack, IPv6), pruned decoding, and malformed Clusters.
 
-mod state_support;
+mod support;
 
 use scion::gardener::cluster::LastOperation;
 use scion::gardener::version::parse_version;
@@ -9,7 +9,7 @@ use scion::gardener::{ClusterObject, ShootContext, project_cluster};
 use scion::state::{DecodedObject, Document, decode_object};
 use semver::Version;
 use serde_json::json;
-use state_support::{fixture, fixture_text};
+use support::state::{fixture, fixture_text};
 
 fn project(name: &str) -> ShootContext {
     project_cluster(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

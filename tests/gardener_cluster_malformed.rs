@@ -1,10 +1,10 @@
 //! Malformed Clusters: the error names the Cluster and the JSON path of the field.
 
-mod state_support;
+mod support;
 
 use scion::gardener::{ClusterError, project_cluster};
 use serde_json::{Value, json};
-use state_support::fixture;
+use support::state::fixture;
 
 fn malformed(mutate: impl FnOnce(&mut Value)) -> (String, String, String) {
     let mut cluster = fixture("aws-ipv4.json");

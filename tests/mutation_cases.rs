@@ -2,12 +2,12 @@
 //! §3.7 OpenStack) that concern the components scion mutates, named after their
 //! number, plus the historical in-tree cases of §3.6.
 
-mod engine_support;
+mod support;
 
-use engine_support::{NS, mutator, request, run, shoot, snapshot};
 use scion::gardener::ShootContext;
 use scion::gardener::view::Strings;
 use serde_json::{Value, json};
+use support::mutation::{NS, mutator, request, run, shoot, snapshot};
 
 const VAC: &str = "aws.provider.extensions.gardener.cloud/enable-volume-attributes-class";
 
@@ -39,7 +39,7 @@ fn mutate(provider: &str, ctx: ShootContext, objects: &[Value], object: Value) -
     let m = mutator(provider, snapshot(ctx, objects));
     let req = request(object);
     let verdict = run(&m, &req).unwrap();
-    engine_support::patch_and_apply(&req, &verdict).1
+    support::mutation::patch_and_apply(&req, &verdict).1
 }
 
 fn vac(version: &str) -> ShootContext {

@@ -3,12 +3,12 @@
 //! mutates, named after their number, plus historical cases of §2.3. kubelet/OSC
 //! cases (Azure 15–20, Alicloud 3–4) are out of scope.
 
-mod engine_support;
+mod support;
 
-use engine_support::cases::*;
-use engine_support::{NS, mutator, request, run, shoot, snapshot};
 use scion::admission::Verdict;
 use serde_json::{Value, json};
+use support::mutation::cases::*;
+use support::mutation::{NS, mutator, request, run, shoot, snapshot};
 
 // ---- Azure §2.4 -------------------------------------------------------------
 

@@ -1,21 +1,26 @@
 //! scion — the control-plane part of a Gardener provider extension.
 //!
-//! The crate is a pure core with thin shells around it:
+//! A pure core and thin shells, in layers: a module imports only from the
+//! layers above it in this table (`docs/architecture.md` has the map).
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`admission`] | the AdmissionReview wire model and the [`admission::Mutator`] seam |
-//! | [`state`] | the shoot context (projection of a `Cluster`) and where it comes from |
-//! | [`profile`] | declarative provider profiles: schema, conditions, built-ins |
-//! | [`mutation`] | the engine that applies a profile to a control-plane object |
+//! | [`gardener`] | the Gardener and Kubernetes types: every group/version/kind once, the `Cluster`'s shoot context, `ControlPlane` |
+//! | [`profile`] | the provider profile file: rules, the `ccm:` section, the one condition language and version syntax |
 //! | [`patch`] | minimal, deterministic RFC 6902 diffs |
 //! | [`checksum`] | Gardener-compatible checksums of Secret and ConfigMap data |
+//! | [`admission`] | the AdmissionReview wire model and the [`admission::Mutator`] seam |
+//! | [`decode`] | decoding a review, only as much of the object as a mutator reaches |
+//! | [`state`] | where the shoot context and Secrets come from: objects directory, Kubernetes API |
+//! | [`mutation`] | the engine that applies a profile to a control-plane object |
 //! | [`ccm`] | pure rendering of the cloud-controller-manager objects |
 //! | [`controller`] | the `ControlPlane` reconciler (shell around [`ccm`]) |
 //! | [`tls`] | certificates: generation, loading, live reload |
 //! | [`server`] | the HTTPS admission server, health and metrics listeners |
 //! | [`deploy`] | installation manifests and webhook registration |
 //! | [`cli`] | the command line |
+
+#![forbid(unsafe_code)]
 
 pub mod admission;
 pub mod ccm;
@@ -31,3 +36,25 @@ pub mod profile;
 pub mod server;
 pub mod state;
 pub mod tls;
+
+#[cfg(test)]
+mod determinism {
+    /// Every output of scion is deterministic because `serde_json::Map` is a
+    /// `BTreeMap`: objects are written, hashed and diffed in key order. A
+    /// dependency that switched on serde_json's `preserve_order` feature
+    /// (feature unification makes it crate-wide) would make the order that of
+    /// the input, and patches, checksums and rendered objects would change.
+    #[test]
+    fn json_maps_iterate_in_key_order() {
+        let mut map = serde_json::Map::new();
+        map.insert("b".into(), 1.into());
+        map.insert("a".into(), 2.into());
+        let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["a", "b"],
+            "serde_json's preserve_order feature is on: scion's output is no longer in key order"
+        );
+        assert_eq!(serde_json::to_string(&map).unwrap(), r#"{"a":2,"b":1}"#);
+    }
+}

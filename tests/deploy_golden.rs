@@ -47,22 +47,30 @@ fn checked_in_manifests_equal_the_command_output() {
 
 #[test]
 fn kustomization_lists_the_crds_and_the_installation() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/kustomization.yaml");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
     #[derive(serde::Deserialize)]
     struct Kustomization {
         kind: String,
         resources: Vec<String>,
     }
-    let k: Kustomization = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let text = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+    let k: Kustomization = serde_saphyr::from_str(&text).unwrap();
     assert_eq!(k.kind, "Kustomization");
     assert_eq!(
         k.resources,
         [
-            "crds/controlplanes.yaml",
-            "crds/clusters.yaml",
+            "crds/extensions.gardener.cloud_controlplanes.yaml",
+            "crds/extensions.gardener.cloud_clusters.yaml",
             "install.yaml"
         ]
     );
+    // `kubectl apply -k manifests/` fails on a listed file that does not exist.
+    for resource in &k.resources {
+        assert!(
+            dir.join(resource).is_file(),
+            "{resource} is listed but missing"
+        );
+    }
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub use values::parse_duration;
 
 use futures::FutureExt as _;
 
+use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
 use crate::admission::Mutator;
 use crate::deploy::Extension;
@@ -52,22 +53,8 @@ pub struct ServeArgs {
     /// Plain HTTP: GET /metrics.
     #[arg(long, env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
     pub metrics_listen: SocketAddr,
-    /// Directory of tls.crt and tls.key (a development pair is generated if both are missing).
-    #[arg(
-        long,
-        env = "SCION_CERT_DIR",
-        value_name = "DIR",
-        default_value = "certs"
-    )]
-    pub cert_dir: PathBuf,
-    /// Extra SAN for a generated certificate (repeatable).
-    #[arg(
-        long = "cert-host",
-        env = "SCION_CERT_HOST",
-        value_name = "NAME",
-        value_delimiter = ','
-    )]
-    pub cert_hosts: Vec<String>,
+    #[command(flatten)]
+    pub cert: CertArgs,
     /// Every request is answered before this (keep it below the webhook's timeoutSeconds).
     #[arg(long, env = "SCION_REQUEST_TIMEOUT", value_name = "DUR", default_value = "8s", value_parser = parse_duration)]
     pub request_timeout: Duration,
@@ -133,11 +120,11 @@ impl ServeArgs {
             listen: self.listen,
             health_listen: self.health_listen,
             metrics_listen: self.metrics_listen,
-            cert_dir: self.cert_dir.clone(),
-            cert_hosts: self.cert_hosts.clone(),
+            cert_dir: self.cert.cert_dir.clone(),
+            cert_hosts: self.cert.cert_hosts.clone(),
             request_timeout: self.request_timeout,
             shutdown_grace: self.shutdown_grace,
-            ..ServerConfig::new(&self.cert_dir)
+            ..ServerConfig::new(&self.cert.cert_dir)
         }
     }
 }
@@ -219,7 +206,7 @@ fn leader_work(
         controller,
         register_webhook: args
             .register_webhook
-            .then(|| args.cert_dir.join(crate::tls::CA_CERT_FILE)),
+            .then(|| args.cert.cert_dir.join(crate::tls::CA_CERT_FILE)),
     };
     Ok((!work.is_empty()).then_some(work))
 }
@@ -323,7 +310,7 @@ mod tests {
         assert_eq!(args.listen, "0.0.0.0:10250".parse().unwrap());
         assert_eq!(args.health_listen, "0.0.0.0:8081".parse().unwrap());
         assert_eq!(args.metrics_listen, "0.0.0.0:8080".parse().unwrap());
-        assert_eq!(args.cert_dir, PathBuf::from("certs"));
+        assert_eq!(args.cert.cert_dir, PathBuf::from("certs"));
         assert_eq!(args.request_timeout, Duration::from_secs(8));
         assert_eq!(args.shutdown_grace, Duration::from_secs(15));
         assert_eq!(args.log.log_format, logging::LogFormat::Text);
@@ -367,7 +354,7 @@ mod tests {
             "500ms",
         ])
         .unwrap();
-        assert_eq!(args.cert_hosts, ["a", "b"]);
+        assert_eq!(args.cert.cert_hosts, ["a", "b"]);
         assert_eq!(args.metrics_listen, "0.0.0.0:9090".parse().unwrap());
         assert_eq!(
             args.server_config().request_timeout,

@@ -127,6 +127,64 @@ fn undecodable_objects_are_bad_requests() {
     }
 }
 
+/// One rule for the shape of an object, whatever the profile's rules touch:
+/// an object that is not a JSON object, or a pod-template map of another
+/// type, cannot be decoded as its kind (400, as Go's decoder refuses it); an
+/// absent or null map reads as Go's zero value.
+#[test]
+fn objects_of_the_wrong_shape_are_bad_requests_and_null_maps_are_empty() {
+    let m = mutator("aws", snapshot(shoot("1.34.0"), &[]));
+    let deployment = json!({"group": "apps", "version": "v1", "kind": "Deployment"});
+    for object in [json!("x"), json!([]), json!(42), json!(true)] {
+        let answer = run(&m, &review("UPDATE", object.clone(), deployment.clone()));
+        assert!(
+            matches!(&answer, Err(Denial::BadObject(msg)) if msg.contains("not a JSON object")),
+            "{object}: {answer:?}"
+        );
+    }
+    for (path, value) in [
+        ("/spec", json!("x")),
+        ("/spec/template", json!(7)),
+        ("/spec/template/spec", json!([])),
+    ] {
+        let mut bad = kcm();
+        *bad.pointer_mut(path).unwrap() = value;
+        let field = path.trim_start_matches('/').replace('/', ".");
+        let answer = run(&m, &request(bad));
+        assert!(
+            matches!(&answer, Err(Denial::BadObject(msg)) if msg.contains(&format!("field {field} must be a map"))),
+            "{path}: {answer:?}"
+        );
+    }
+    // The MCM sidecar is added to a Deployment whose template is null, as to
+    // one that has none.
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "cloudprovider", "namespace": NS}, "data": {}});
+    let m = mutator("aws", snapshot(shoot("1.34.0"), &[secret]));
+    let mcm = |template: Option<Value>| {
+        let mut object = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "machine-controller-manager", "namespace": NS}, "spec": {}});
+        if let Some(template) = template {
+            object["spec"]["template"] = template;
+        }
+        support::mutation::patch_and_apply(
+            &request(object.clone()),
+            &run(&m, &request(object)).unwrap(),
+        )
+        .1
+    };
+    let with_null = mcm(Some(Value::Null));
+    let without = mcm(None);
+    assert_eq!(
+        with_null["spec"]["template"]["spec"]["containers"],
+        without["spec"]["template"]["spec"]["containers"]
+    );
+    assert_eq!(
+        with_null["spec"]["template"]["spec"]["containers"][0]["name"],
+        "machine-controller-manager-provider-aws"
+    );
+}
+
 #[test]
 fn custom_profile_file_is_loaded_and_an_invalid_one_names_the_rule() {
     let dir = tempfile::tempdir().unwrap();

@@ -93,6 +93,9 @@ pub struct AdmissionRequest {
 pub enum ReviewError {
     #[error("body is not valid JSON: {0}")]
     Json(#[source] serde_json::Error),
+    /// Not UTF-8, or JSON only a lenient reader accepts (a lone surrogate).
+    #[error("body is not valid JSON: {0}")]
+    Invalid(String),
     #[error(
         "not an AdmissionReview: apiVersion {0:?} is neither admission.k8s.io/v1 nor admission.k8s.io/v1beta1"
     )]
@@ -105,6 +108,12 @@ pub enum ReviewError {
     Request(#[source] serde_json::Error),
     #[error("AdmissionReview request has no uid")]
     NoUid,
+    #[error("AdmissionReview request {field} is {len} bytes long; at most {max} are allowed")]
+    TooLong {
+        field: &'static str,
+        len: usize,
+        max: usize,
+    },
 }
 
 /// `response.status` for a denied request.

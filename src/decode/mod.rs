@@ -30,7 +30,6 @@ pub mod object_reach;
 pub mod reach;
 mod request;
 
-use serde::Deserialize;
 use serde::de::DeserializeSeed;
 use serde_json::Value;
 
@@ -47,52 +46,91 @@ pub fn whole(body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
     review(body, &ALL)
 }
 
+/// The longest `request.uid` accepted: Kubernetes UIDs are UUIDs (36
+/// characters); the limit leaves room and keeps a hostile uid out of the
+/// answer and the log.
+pub const MAX_UID_BYTES: usize = 128;
+/// The longest `request.name`: a Kubernetes object name is a DNS subdomain.
+pub const MAX_NAME_BYTES: usize = 253;
+/// The longest `request.namespace`: a namespace name is a DNS label.
+pub const MAX_NAMESPACE_BYTES: usize = 63;
+
 /// Decode an AdmissionReview body and return its request, with the object
 /// decoded only within its reach (see [`ObjectReach`]; the rest of its text
 /// is checked and skipped).
+///
+/// One strictness rule for the whole body, wherever a fault sits: it must be
+/// UTF-8 JSON (RFC 8259) whose strings are valid Unicode (a `\u` escape of a
+/// surrogate must pair); a duplicate key is allowed and the last one wins,
+/// as in Go's `encoding/json` and the API server; `uid`, `name` and
+/// `namespace` are at most [`MAX_UID_BYTES`], [`MAX_NAME_BYTES`] and
+/// [`MAX_NAMESPACE_BYTES`] long. Anything else is a [`ReviewError`] (HTTP 400).
 pub fn review(body: &[u8], reach: &ObjectReach) -> Result<AdmissionRequest, ReviewError> {
-    // Fast path: one pass straight into the request, with scion's own JSON
-    // reader (which skips the unneeded text at twice serde_json's speed and
-    // never accepts what serde_json rejects). The body is checked to be
-    // UTF-8 once, up front, which is cheaper than checking every string it
-    // decodes. Anything unusual takes the checked path below, which parses
-    // with serde_json and names what is wrong.
-    if let Ok(text) = std::str::from_utf8(body) {
-        let mut de = json::Deserializer::from_str(text);
-        if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
-            && de.end().is_ok()
-            && let Some(version) = review.api_version.as_deref().and_then(ReviewVersion::of)
-            && review.kind.as_deref() == Some("AdmissionReview")
-            && let Some(mut request) = review.request
-            && !request.uid.is_empty()
-        {
-            request.version = version;
-            return Ok(request);
+    let request = decode(body, reach)?;
+    for (field, len, max) in [
+        ("uid", request.uid.len(), MAX_UID_BYTES),
+        ("name", request.name.len(), MAX_NAME_BYTES),
+        ("namespace", request.namespace.len(), MAX_NAMESPACE_BYTES),
+    ] {
+        if len > max {
+            return Err(ReviewError::TooLong { field, len, max });
         }
     }
-    checked(body, reach)
+    Ok(request)
 }
 
-/// The plain path: serde_json, whole, then pruned to the reach.
-fn checked(body: &[u8], reach: &ObjectReach) -> Result<AdmissionRequest, ReviewError> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Envelope {
-        #[serde(default)]
-        api_version: String,
-        #[serde(default)]
-        kind: String,
-        #[serde(default)]
-        request: Option<Value>,
+fn decode(body: &[u8], reach: &ObjectReach) -> Result<AdmissionRequest, ReviewError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| ReviewError::Invalid(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+    // Fast path: one pass straight into the request, with scion's own JSON
+    // reader (which skips the unneeded text at twice serde_json's speed,
+    // checks every byte by the rule above and never accepts what serde_json
+    // rejects). The body was checked to be UTF-8 once, up front, which is
+    // cheaper than checking every string it decodes. Anything unusual (a
+    // duplicate field of the request, which may have chosen the object's
+    // reach by a kind that a later one overrides, included) takes the checked
+    // path below, which parses with serde_json and names what is wrong.
+    let mut de = json::Deserializer::from_str(text);
+    if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
+        && de.end().is_ok()
+        && let Some(version) = review.api_version.as_deref().and_then(ReviewVersion::of)
+        && review.kind.as_deref() == Some("AdmissionReview")
+        && let Some(mut request) = review.request
+        && !request.uid.is_empty()
+    {
+        request.version = version;
+        return Ok(request);
     }
-    let envelope: Envelope = serde_json::from_slice(body).map_err(ReviewError::Json)?;
-    let Some(version) = ReviewVersion::of(&envelope.api_version) else {
-        return Err(ReviewError::ApiVersion(envelope.api_version));
+    checked(text, reach)
+}
+
+/// The plain path: serde_json, whole (a duplicate key: the last one wins),
+/// then pruned to the reach.
+fn checked(text: &str, reach: &ObjectReach) -> Result<AdmissionRequest, ReviewError> {
+    // Built whole, so every string is checked (serde_json accepts a lone
+    // surrogate only in text it skips).
+    let envelope: Value = serde_json::from_str(text).map_err(ReviewError::Json)?;
+    let Value::Object(mut envelope) = envelope else {
+        return Err(ReviewError::Invalid(
+            "an AdmissionReview is a JSON object".into(),
+        ));
     };
-    if envelope.kind != "AdmissionReview" {
-        return Err(ReviewError::Kind(envelope.kind));
+    let mut field = |key: &str| match envelope.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(other) => Err(ReviewError::Invalid(format!(
+            "{key} must be a string, not {other}"
+        ))),
+    };
+    let api_version = field("apiVersion")?;
+    let kind = field("kind")?;
+    let Some(version) = ReviewVersion::of(&api_version) else {
+        return Err(ReviewError::ApiVersion(api_version));
+    };
+    if kind != "AdmissionReview" {
+        return Err(ReviewError::Kind(kind));
     }
-    let request = match envelope.request {
+    let request = match envelope.remove("request") {
         Some(Value::Null) | None => return Err(ReviewError::NoRequest),
         Some(request) => request,
     };
@@ -144,6 +182,105 @@ mod tests {
         assert!(!null.has_old_object);
         let without = whole(review("").as_bytes()).unwrap();
         assert!(!without.has_old_object);
+    }
+
+    fn body(request: &str, extra: &str) -> Vec<u8> {
+        format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"{extra},"request":{request}}}"#
+        )
+        .into_bytes()
+    }
+
+    const REQUEST: &str = r#"{"uid":"u","kind":{"group":"apps","version":"v1","kind":"Deployment"},
+        "name":"kube-apiserver","namespace":"shoot--a--b","operation":"UPDATE",
+        "object":{"metadata":{"name":"kube-apiserver"},"spec":{"replicas":1}}}"#;
+
+    /// The answers when the whole object or only its metadata is reached.
+    fn both(body: &[u8]) -> Vec<Result<AdmissionRequest, String>> {
+        let metadata = ObjectReach::new(
+            Reach::keys([("metadata", Reach::keys([("name", Reach::All)]))]),
+            [],
+        );
+        [whole(body), review(body, &metadata)]
+            .into_iter()
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_json_is_refused_wherever_the_fault_sits() {
+        let mut bad_utf8 = body(REQUEST, r#","note":"x""#);
+        let at = bad_utf8.iter().position(|&b| b == b'x').unwrap();
+        bad_utf8[at] = 0xff;
+        for refused in [
+            body(REQUEST, r#","note":"\ud800""#),
+            body(
+                &REQUEST.replace(r#""replicas":1"#, r#""skipped":"\udc00""#),
+                "",
+            ),
+            body(
+                &REQUEST.replace(
+                    r#""name":"kube-apiserver","namespace""#,
+                    r#""name":"a\ud800","namespace""#,
+                ),
+                "",
+            ),
+            bad_utf8,
+        ] {
+            for answer in both(&refused) {
+                let err = answer.expect_err("refused");
+                assert!(err.starts_with("body is not valid JSON: "), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_is_allowed_and_the_last_one_wins_everywhere() {
+        let twice = body(REQUEST, r#","request":{"uid":"first"}"#);
+        for answer in both(&twice) {
+            assert_eq!(answer.unwrap().uid, "u");
+        }
+        let object_twice = REQUEST.replace(
+            r#""object":{"metadata""#,
+            r#""object":{"metadata":{"name":"other"},"metadata""#,
+        );
+        for answer in both(&body(&object_twice, "")) {
+            let object = answer.unwrap().object.unwrap();
+            assert_eq!(object["metadata"]["name"], "kube-apiserver");
+        }
+        let uid_twice = REQUEST.replace(r#"{"uid":"u","#, r#"{"uid":"a","uid":"b","#);
+        for answer in both(&body(&uid_twice, "")) {
+            assert_eq!(answer.unwrap().uid, "b");
+        }
+    }
+
+    #[test]
+    fn uid_name_and_namespace_have_kubernetes_sizes() {
+        let long = |field: &str, len: usize| {
+            let value = "a".repeat(len);
+            let request = match field {
+                "uid" => REQUEST.replace(r#""uid":"u""#, &format!(r#""uid":"{value}""#)),
+                "name" => REQUEST.replace(
+                    r#""name":"kube-apiserver","namespace""#,
+                    &format!(r#""name":"{value}","namespace""#),
+                ),
+                _ => REQUEST.replace(
+                    r#""namespace":"shoot--a--b""#,
+                    &format!(r#""namespace":"{value}""#),
+                ),
+            };
+            whole(&body(&request, ""))
+        };
+        assert!(long("uid", MAX_UID_BYTES).is_ok());
+        assert!(long("name", MAX_NAME_BYTES).is_ok());
+        assert!(long("namespace", MAX_NAMESPACE_BYTES).is_ok());
+        let err = long("uid", 6_900_000).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "AdmissionReview request uid is 6900000 bytes long; at most 128 are allowed"
+        );
+        assert!(long("name", MAX_NAME_BYTES + 1).is_err());
+        assert!(long("namespace", MAX_NAMESPACE_BYTES + 1).is_err());
     }
 
     #[test]

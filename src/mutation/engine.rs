@@ -220,11 +220,24 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
             _ => Err(bad("field spec must be a map".into())),
         };
     }
-    let containers = Place::Containers
-        .path()
-        .iter()
-        .try_fold(object, |node, key| node.get(key));
-    let Some(containers) = containers else {
+    // The maps down to the containers: absent or null reads as Go's zero
+    // value (a rule that writes there creates them, as Gardener's ensurers
+    // do on the decoded struct); any other type is the wrong shape.
+    let (list, maps) = Place::Containers.path().split_last().unwrap_or((&"", &[]));
+    let mut node = object;
+    for (depth, key) in maps.iter().enumerate() {
+        match node.get(key) {
+            None | Some(Value::Null) => return Ok(()),
+            Some(next @ Value::Object(_)) => node = next,
+            Some(_) => {
+                return Err(bad(format!(
+                    "field {} must be a map",
+                    maps[..=depth].join(".")
+                )));
+            }
+        }
+    }
+    let Some(containers) = node.get(list) else {
         return Ok(());
     };
     let containers = containers

@@ -74,6 +74,12 @@ pub async fn mutate_request<'a>(
             request.kind.kind
         )));
     };
+    if !object.is_object() {
+        return Err(Denial::BadObject(format!(
+            "the {} is not a JSON object",
+            request.kind.kind
+        )));
+    }
     let target = match dispatch(&request.kind, object) {
         Ok(target) => target,
         Err(Skip::NotTargeted) => return Ok(Outcome::Skipped("kind and name are not a target")),

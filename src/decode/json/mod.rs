@@ -12,9 +12,10 @@
 //!   included: see [`number::visit`]).
 //! - Whitespace is space, tab, LF and CR. [`Deserializer::end`] rejects
 //!   anything but whitespace after the value.
-//! - Strings are borrowed from the text when they have no escape. A string
-//!   that is built must not hold a lone surrogate escape; a skipped one may,
-//!   as with serde_json.
+//! - Strings are borrowed from the text when they have no escape. No string
+//!   may hold a lone surrogate escape, built or skipped: serde_json accepts
+//!   one in text it skips, scion rejects it wherever it sits (one rule for the
+//!   whole body, `crate::decode`).
 //! - Nesting is limited as in serde_json: the 128th container opened by a
 //!   `deserialize_*` call inside 127 others is an error. Skipped values
 //!   (`deserialize_ignored_any`) are not limited, as in serde_json, and are
@@ -57,7 +58,9 @@ impl<'de> Deserializer<'de> {
             remaining_depth: 128,
         }
     }
+}
 
+impl<'de> Deserializer<'de> {
     /// Checks that only whitespace follows the value read.
     pub fn end(&mut self) -> Result<(), Error> {
         match self.peek() {

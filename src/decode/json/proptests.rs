@@ -178,6 +178,10 @@ fn check(text: &str) -> Result<(), TestCaseError> {
     match (ours, theirs) {
         (Ok(a), Ok(b)) => prop_assert_eq!(a, b, "{:?}", text),
         (Err(_), Err(_)) => {}
+        // The one rule more: a lone surrogate in skipped text (see `disagreement`).
+        (Err(e), Ok(_))
+            if e.to_string().contains("lone surrogate")
+                && serde_json::from_str::<Value>(text).is_err() => {}
         (a, b) => prop_assert!(false, "{text:?}: ours {a:?}, serde_json {b:?}"),
     }
     Ok(())

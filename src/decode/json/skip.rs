@@ -1,10 +1,12 @@
 //! Checking JSON text without building anything: whitespace, string and
 //! number tokens, and whole values.
 //!
-//! [`value`] accepts exactly the values serde_json's `IgnoredAny` accepts:
-//! the JSON grammar (RFC 8259) with strings free of control characters and
-//! with valid escapes, where `\uXXXX` needs four hex digits but surrogates
-//! need not pair (serde_json only checks pairing when it builds a string), and
+//! [`value`] accepts the values serde_json's `IgnoredAny` accepts, with one
+//! rule more: the JSON grammar (RFC 8259) with strings free of control
+//! characters and with valid escapes, where `\uXXXX` needs four hex digits
+//! and a surrogate must be a high one directly followed by a low one, as when
+//! a string is built (serde_json does not check pairing in text it skips;
+//! scion rejects a lone surrogate wherever it sits, see `crate::decode`), and
 //! no limit on nesting. It works with an explicit stack, so deep input cannot
 //! overflow the call stack.
 
@@ -75,14 +77,12 @@ pub(super) fn string(bytes: &[u8], mut i: usize) -> Result<usize, Error> {
 }
 
 /// Skips an escape whose backslash is just before `i`; `\uXXXX` needs four
-/// hex digits. Returns the index after the escape.
+/// hex digits, and a surrogate must pair (see the module doc). Returns the
+/// index after the escape.
 fn escape(bytes: &[u8], i: usize) -> Result<usize, Error> {
     match bytes.get(i) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 1),
-        Some(b'u') => match bytes.get(i + 1..i + 5) {
-            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(i + 5),
-            _ => Err(Error::syntax("invalid \\u escape", i + 1)),
-        },
+        Some(b'u') => super::string::unicode_escape(bytes, i + 1).map(|(_, next)| next),
         _ => Err(Error::syntax("invalid escape", i)),
     }
 }

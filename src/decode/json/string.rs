@@ -85,7 +85,7 @@ fn hex4(bytes: &[u8], i: usize) -> Result<u16, Error> {
 
 /// The character of the `\u` escape whose hex digits start at `i` (with the
 /// low surrogate's escape after it, for a high surrogate); and the index after.
-fn unicode_escape(bytes: &[u8], i: usize) -> Result<(char, usize), Error> {
+pub(super) fn unicode_escape(bytes: &[u8], i: usize) -> Result<(char, usize), Error> {
     let high = hex4(bytes, i)?;
     if !(0xD800..=0xDFFF).contains(&high) {
         let c = char::from_u32(u32::from(high)).expect("not a surrogate");

@@ -34,7 +34,7 @@ pub(super) struct Limits {
 /// machine, release build (commands and all figures in docs/diff.md).
 ///
 /// * `short`: 255 elements a side make at most 2^16 table cells, 256 KiB and
-///   0.11–0.21 ms (`cargo bench --bench diff`,
+///   0.10–0.21 ms (`cargo bench --bench diff`,
 ///   `diff_255_flags_all_different_full_table`), the most the table may cost
 ///   for one array. The arrays of the recorded reviews have at most 31
 ///   elements, so their alignment is the table's whatever changed. Unbounded,

@@ -69,9 +69,10 @@ impl Fronts {
                     // Diagonal k - 1 is entry i - 1: one insertion after (x, y).
                     let insert = if i > 0 { least[previous + i - 1] } else { NONE };
                     let from_delete = if delete == NONE { NONE } else { delete - 1 };
-                    // At least one neighbour is in the grid (n, m > 0), and a
-                    // start below the diagonal's first point is that point
-                    // (one edit away from the neighbour all the same).
+                    // A diagonal in the grid has a neighbour in it (unless
+                    // both arrays are empty), and a start before the
+                    // diagonal's first point is that point (one edit away
+                    // from the neighbour all the same).
                     from_delete.min(insert).max(lo)
                 };
                 debug_assert!(x <= hi, "front {d} left the grid on diagonal {k}");

@@ -7,11 +7,52 @@
 //! computed with the bit-parallel recurrence of Allison–Dix and Hyyrö, and a
 //! cell is a popcount: the same table, so the same alignment, for a handful
 //! of word operations per row instead of one comparison per cell.
+//!
+//! The table costs (N+1)·(M+1) cells of time and memory, so it only aligns
+//! arrays whose sides (once the common prefix and suffix are off) have at
+//! most [`Limits::short`] elements. Longer ones go to the bounded search of
+//! `myers.rs` (`align_long`), which gives the same alignment in time linear
+//! in N + M when they differ by at most [`Limits::max_edits`] deletions and
+//! insertions; past that the caller replaces the whole array.
 
 use serde_json::Value;
 
 use super::Step;
 use super::classes::{equality_classes, hashes};
+use super::myers;
+
+/// Where the exact alignment stops; see [`LIMITS`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// The longest side aligned by the table whatever the difference.
+    pub(super) short: usize,
+    /// The most deletions plus insertions the bounded search looks for.
+    pub(super) max_edits: usize,
+}
+
+/// The bounds of the exact alignment, measured on the shared 2-core dev
+/// machine, release build (commands and all figures in docs/diff.md).
+///
+/// * `short`: 255 elements a side make at most 2^16 table cells, 256 KiB and
+///   0.10–0.21 ms (`cargo bench --bench diff`,
+///   `diff_255_flags_all_different_full_table`), the most the table may cost
+///   for one array. The arrays of the recorded reviews have at most 31
+///   elements, so their alignment is the table's whatever changed. Unbounded,
+///   the table grew with the product of the lengths: 20,000 flags took 1.6 GB
+///   and 2 s, 50,000 asked for 10 GB and aborted the process.
+/// * `max_edits`: what a long array may differ by and still get the exact,
+///   minimal alignment instead of one `replace` of the whole array. The
+///   search costs at most (2·E + 1)·min(N, M) comparisons and keeps
+///   (E + 1)(E + 2)/2 words: with E = 64, 17 KiB, and on 50,000 flags the
+///   whole diff takes 2.0–3.2 ms at 2 edits and at 64 on one repeated flag,
+///   where snakes are longest (`diff_50k_flags_one_moved_to_the_end`,
+///   `diff_50k_same_flag_64_edits`); `perf` puts the search at about 12 %
+///   of that, hashing the elements at most of the rest. 64 edits are 32
+///   replaced flags in one array; a rule changes a few.
+pub(super) const LIMITS: Limits = Limits {
+    short: 255,
+    max_edits: 64,
+};
 
 /// The LCS alignment of two non-empty arrays; indices are offset by `prefix`.
 ///
@@ -20,12 +61,43 @@ use super::classes::{equality_classes, hashes};
 /// elements, the table is redone on exact equality classes.
 pub(super) fn align_by_table(am: &[Value], bm: &[Value], prefix: usize) -> Vec<Step> {
     let steps = lcs_steps(&hashes(am), &hashes(bm), prefix);
+    if kept_equal(&steps, am, bm) {
+        return steps;
+    }
+    let (ka, kb) = classes(am, bm);
+    lcs_steps(&ka, &kb, prefix)
+}
+
+/// The table's alignment of two arrays of which one is longer than the
+/// table's limit, when they differ by at most `max_edits` deletions and
+/// insertions; `None` otherwise. Hashes first, as for the table.
+pub(super) fn align_long(
+    am: &[Value],
+    bm: &[Value],
+    prefix: usize,
+    max_edits: usize,
+) -> Option<Vec<Step>> {
+    // Each element of the longer side beyond the shorter's length is an edit.
+    if am.len().abs_diff(bm.len()) > max_edits {
+        return None;
+    }
+    // Equal elements have equal hashes, so `None` here holds for the values.
+    let steps = myers::steps(&hashes(am), &hashes(bm), prefix, max_edits)?;
+    if kept_equal(&steps, am, bm) {
+        return Some(steps);
+    }
+    let (ka, kb) = classes(am, bm);
+    myers::steps(&ka, &kb, prefix, max_edits)
+}
+
+/// Whether the pairs kept by an alignment on hashes are equal elements.
+fn kept_equal(steps: &[Step], am: &[Value], bm: &[Value]) -> bool {
     let (mut x, mut y) = (0, 0);
-    let mut kept_equal = true;
-    for step in &steps {
+    let mut equal = true;
+    for step in steps {
         match step {
             Step::Keep => {
-                kept_equal &= am[x] == bm[y];
+                equal &= am[x] == bm[y];
                 x += 1;
                 y += 1;
             }
@@ -33,12 +105,22 @@ pub(super) fn align_by_table(am: &[Value], bm: &[Value], prefix: usize) -> Vec<S
             Step::Insert(_) => y += 1,
         }
     }
-    if kept_equal {
-        return steps;
-    }
+    equal
+}
+
+/// Exact equality classes of the elements, as keys.
+fn classes(am: &[Value], bm: &[Value]) -> (Vec<u64>, Vec<u64>) {
     let (ai, bi) = equality_classes(am, bm);
     let widen = |k: &[u32]| k.iter().map(|&c| u64::from(c)).collect::<Vec<u64>>();
-    lcs_steps(&widen(&ai), &widen(&bi), prefix)
+    (widen(&ai), widen(&bi))
+}
+
+/// The alignment of the full table, whatever the arrays' length: the test
+/// oracle of the other paths.
+#[cfg(test)]
+pub(super) fn table_steps(ka: &[u64], kb: &[u64], prefix: usize) -> Vec<Step> {
+    let table = Table::new(ka, kb);
+    walk(ka, kb, prefix, |x, y| table.lcs(x, y))
 }
 
 /// The alignment of two sequences of keys standing for the elements.

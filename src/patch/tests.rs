@@ -3,6 +3,14 @@
 use super::*;
 use serde_json::json;
 
+/// The alignment of the full LCS table over exact equality classes, the
+/// algorithm before any bound: the oracle of the alignment's tests.
+pub(super) fn table_alignment(a: &[Value], b: &[Value], prefix: usize) -> Vec<Step> {
+    let (ai, bi) = classes::equality_classes(a, b);
+    let widen = |k: &[u32]| k.iter().map(|&c| u64::from(c)).collect::<Vec<u64>>();
+    lcs::table_steps(&widen(&ai), &widen(&bi), prefix)
+}
+
 fn ops(before: &Value, after: &Value) -> Value {
     let patch = diff(before, after);
     let mut applied = before.clone();
@@ -112,7 +120,7 @@ fn a_side_of_one_element_aligns_as_the_table_does() {
             if a[0] == b[0] || a[a.len() - 1] == b[b.len() - 1] {
                 continue;
             }
-            assert_eq!(align(a, b), align_by_table(a, b, 0), "{a:?} {b:?}");
+            assert_eq!(align(a, b), Some(table_alignment(a, b, 0)), "{a:?} {b:?}");
         }
     }
 }
@@ -146,5 +154,96 @@ fn applying_the_patch_always_gives_the_target() {
         let b = json!({"x": gen_array(&mut next), "y": {"z": gen_array(&mut next)}});
         ops(&a, &b);
         assert_eq!(diff(&a, &b), diff(&a, &b));
+    }
+}
+
+fn flags(count: usize) -> Vec<Value> {
+    (0..count).map(|i| json!(format!("--flag-{i}=x"))).collect()
+}
+
+/// The attack of the issue: a flag the webhook moves to the end, followed by
+/// 50,000 others. The table would have 2.5·10^9 cells; the bounded search
+/// finds the same two operations.
+#[test]
+fn a_flag_moved_past_fifty_thousand_is_two_operations() {
+    let mut a = vec![json!("/bin/kcm"), json!("--allocate-node-cidrs=true")];
+    a.extend(flags(50_000));
+    let mut b = a.clone();
+    let moved = b.remove(1);
+    b.push(moved);
+    assert_eq!(
+        ops(&json!({"c": a}), &json!({"c": b})),
+        json!([
+            {"op": "remove", "path": "/c/1"},
+            {"op": "add", "path": "/c/50001", "value": "--allocate-node-cidrs=true"}
+        ])
+    );
+}
+
+/// Long arrays that differ by more than the bounded search looks for are
+/// replaced whole, in one operation: shuffled, reversed, or reversed but for
+/// common ends.
+#[test]
+fn fifty_thousand_flags_reversed_or_shuffled_are_replaced_whole() {
+    let a = flags(50_000);
+    let mut shuffled = a.clone();
+    let mut seed = 11u64;
+    for i in (1..shuffled.len()).rev() {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        shuffled.swap(i, (seed >> 33) as usize % (i + 1));
+    }
+    let mut reversed = a.clone();
+    reversed.reverse();
+    let mut ends = a.clone();
+    ends[100..49_900].reverse();
+    for b in [shuffled, reversed, ends] {
+        assert_eq!(
+            ops(&json!({"c": a}), &json!({"c": b})),
+            json!([{"op": "replace", "path": "/c", "value": b}])
+        );
+    }
+}
+
+/// The bounds are on the middle: a long array whose middle is short is
+/// aligned by the table whatever the difference, one whose middle is long
+/// by the bounded search when the difference is small.
+#[test]
+fn the_table_aligns_a_short_middle_of_a_long_array() {
+    let a = flags(10_000);
+    let mut b = a.clone();
+    b[5_000..5_200].reverse();
+    // The table keeps one element of the reversed 200, deleting the 199
+    // before it and inserting the 199 after it.
+    let out = ops(&Value::Array(a.clone()), &Value::Array(b.clone()));
+    assert_eq!(out.as_array().map(Vec::len), Some(398), "{out}");
+    assert_eq!(align(&a, &b), Some(table_alignment(&a, &b, 0)));
+    // 32 flags replaced across the array are 64 edits, the most the search
+    // looks for; one more removed is past it.
+    let mut c = a.clone();
+    for k in 0..32 {
+        c[100 + k * 300] = json!(format!("--new-{k}"));
+    }
+    assert!(align(&a, &c).is_some_and(|steps| steps == table_alignment(&a, &c, 0)));
+    c.remove(9_000);
+    assert_eq!(align(&a, &c), None);
+}
+
+/// Hashes that collide pair unequal elements in the hashed alignment; the
+/// alignment is redone on exact classes, past the table as under it.
+#[test]
+fn crafted_hash_collisions_still_give_the_exact_alignment() {
+    for count in [40, 200, 400] {
+        let a: Vec<Value> = classes::colliding_strings(count)
+            .into_iter()
+            .map(Value::String)
+            .collect();
+        let mut b = a.clone();
+        let moved = b.remove(0);
+        b.push(moved);
+        b.swap(10, 20);
+        assert_eq!(align(&a, &b), Some(table_alignment(&a, &b, 0)), "{count}");
+        ops(&Value::Array(a), &Value::Array(b));
     }
 }

@@ -30,10 +30,12 @@ use std::time::{Duration, Instant};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, ValueEnum};
-use scion::admission::{AdmissionRequest, AdmissionResponse, Mutator, Verdict};
+use scion::admission::{AdmissionResponse, Mutator, Verdict};
+use scion::gardener::ShootContext;
+use scion::gardener::view::Strings;
 use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
-use scion::state::{Networking, ShootContext, Snapshot};
+use scion::state::Snapshot;
 use serde_json::{Value, json};
 
 const RECORDED: &[u8] = include_bytes!(
@@ -236,8 +238,7 @@ fn review(args: &Args) -> Duration {
 
 /// As the server answers a review (benches/mutate.rs).
 fn handle(mutator: &WebhookMutator, body: &[u8]) -> Vec<u8> {
-    let request =
-        AdmissionRequest::from_review_bytes_within(body, mutator.reach()).expect("review parses");
+    let request = mutator.decode(body).expect("review parses");
     let verdict = futures::executor::block_on(mutator.mutate(&request)).expect("allowed");
     let response = match verdict {
         Verdict::Unchanged => AdmissionResponse::allow(&request.uid),
@@ -251,35 +252,17 @@ fn handle(mutator: &WebhookMutator, body: &[u8]) -> Vec<u8> {
 
 /// The shoot of the recorded review (benches/mutate.rs).
 fn shoot() -> ShootContext {
-    let mut annotations = std::collections::BTreeMap::new();
-    annotations.insert(
+    let mut s = ShootContext::new("shoot--core--prod", semver::Version::new(1, 33, 1));
+    s.shoot.metadata.annotations.insert(
         "aws.provider.extensions.gardener.cloud/enable-volume-attributes-class".to_string(),
         "true".to_string(),
     );
-    ShootContext {
-        cluster_name: "shoot--core--prod".into(),
-        resource_version: None,
-        generic_token_kubeconfig_secret: "generic-token-kubeconfig".into(),
-        kubernetes_version: semver::Version::new(1, 33, 1),
-        workers: Vec::new(),
-        networking: Networking {
-            ip_families: vec!["IPv4".into()],
-            ..Default::default()
-        },
-        node_cidr_mask_size: None,
-        region: "eu-west-1".into(),
-        annotations,
-        provider_type: "aws".into(),
-        infrastructure_config: None,
-        control_plane_config: None,
-        hibernation: Default::default(),
-        last_operation: None,
-        technical_id: None,
-        deletion_timestamp: None,
-        seed_provider_type: Some("aws".into()),
-        seed_region: Some("eu-west-1".into()),
-        cloud_profile_config: None,
-    }
+    s.shoot.spec.networking.ip_families = Strings(vec!["IPv4".into()]);
+    s.shoot.spec.region = "eu-west-1".into();
+    s.shoot.spec.provider.type_ = "aws".into();
+    s.seed.spec.provider.type_ = Some("aws".into());
+    s.seed.spec.provider.region = Some("eu-west-1".into());
+    s
 }
 
 /// Resident and peak resident memory of this process.

@@ -82,9 +82,42 @@ pub(super) fn string(bytes: &[u8], mut i: usize) -> Result<usize, Error> {
 fn escape(bytes: &[u8], i: usize) -> Result<usize, Error> {
     match bytes.get(i) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 1),
-        Some(b'u') => super::string::unicode_escape(bytes, i + 1).map(|(_, next)| next),
+        Some(b'u') => unicode_escape(bytes, i + 1).map(|(_, next)| next),
         _ => Err(Error::syntax("invalid escape", i)),
     }
+}
+
+/// Four hex digits at `i`.
+fn hex4(bytes: &[u8], i: usize) -> Result<u16, Error> {
+    let digits = bytes
+        .get(i..i + 4)
+        .ok_or_else(|| Error::syntax("unterminated \\u escape", i))?;
+    digits.iter().try_fold(0u16, |n, &d| {
+        let digit = char::from(d)
+            .to_digit(16)
+            .ok_or_else(|| Error::syntax("invalid \\u escape", i))?;
+        Ok((n << 4) | digit as u16)
+    })
+}
+
+/// The character of the `\u` escape whose hex digits start at `i` (with the
+/// low surrogate's escape after it, for a high surrogate); and the index after.
+pub(super) fn unicode_escape(bytes: &[u8], i: usize) -> Result<(char, usize), Error> {
+    let high = hex4(bytes, i)?;
+    if !(0xD800..=0xDFFF).contains(&high) {
+        let c = char::from_u32(u32::from(high)).expect("not a surrogate");
+        return Ok((c, i + 4));
+    }
+    if high >= 0xDC00 || bytes.get(i + 4..i + 6) != Some(b"\\u") {
+        return Err(Error::syntax("lone surrogate in a \\u escape", i));
+    }
+    let low = hex4(bytes, i + 6)?;
+    if !(0xDC00..=0xDFFF).contains(&low) {
+        return Err(Error::syntax("lone surrogate in a \\u escape", i + 6));
+    }
+    let code = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+    let c = char::from_u32(code).expect("a surrogate pair is a character");
+    Ok((c, i + 10))
 }
 
 /// Skips a number token starting at `i`: `-`? (`0` | [1-9][0-9]*)

@@ -2,7 +2,7 @@
 //! escape, unescaped into a `String` otherwise.
 
 use super::error::Error;
-use super::skip::string_special;
+use super::skip::{string_special, unicode_escape};
 
 /// A decoded string.
 pub(super) enum Str<'de> {
@@ -68,37 +68,4 @@ fn unescape(text: &str, start: usize, mut end: usize) -> Result<(Str<'_>, usize)
         }
         end = string_special(bytes, i);
     }
-}
-
-/// Four hex digits at `i`.
-fn hex4(bytes: &[u8], i: usize) -> Result<u16, Error> {
-    let digits = bytes
-        .get(i..i + 4)
-        .ok_or_else(|| Error::syntax("unterminated \\u escape", i))?;
-    digits.iter().try_fold(0u16, |n, &d| {
-        let digit = char::from(d)
-            .to_digit(16)
-            .ok_or_else(|| Error::syntax("invalid \\u escape", i))?;
-        Ok((n << 4) | digit as u16)
-    })
-}
-
-/// The character of the `\u` escape whose hex digits start at `i` (with the
-/// low surrogate's escape after it, for a high surrogate); and the index after.
-pub(super) fn unicode_escape(bytes: &[u8], i: usize) -> Result<(char, usize), Error> {
-    let high = hex4(bytes, i)?;
-    if !(0xD800..=0xDFFF).contains(&high) {
-        let c = char::from_u32(u32::from(high)).expect("not a surrogate");
-        return Ok((c, i + 4));
-    }
-    if high >= 0xDC00 || bytes.get(i + 4..i + 6) != Some(b"\\u") {
-        return Err(Error::syntax("lone surrogate in a \\u escape", i));
-    }
-    let low = hex4(bytes, i + 6)?;
-    if !(0xDC00..=0xDFFF).contains(&low) {
-        return Err(Error::syntax("lone surrogate in a \\u escape", i + 6));
-    }
-    let code = 0x1_0000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
-    let c = char::from_u32(code).expect("a surrogate pair is a character");
-    Ok((c, i + 10))
 }

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
-use crate::mutation::{Engine, Outcome, dispatch, mutate_request};
+use crate::mutation::{Engine, Outcome, dispatch, fetch, mutate_request};
 use crate::profile::Profile;
 use crate::state::{DecodedObject, Document, ObjectsDir, Snapshot, StateSource, decode_object};
 
@@ -25,7 +25,7 @@ pub enum Output {
 /// Mutate one object offline, as the webhook would.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
-    /// Provider whose built-in profile to use (aws, openstack).
+    /// Provider whose built-in profile to use (aws, openstack, gcp, azure, alicloud).
     #[arg(long, env = "SCION_PROVIDER")]
     pub provider: String,
     /// Use this profile file instead of the built-in one.
@@ -81,7 +81,7 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         }
         Outcome::Mutated(m) => {
             if args.explain {
-                explain(&engine, state.as_ref(), &request)?;
+                runtime.block_on(explain(&engine, state.as_ref(), &request))?;
             }
             (m.object(), m.patch())
         }
@@ -95,8 +95,10 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Print every rule of the object's component with its evaluated condition.
-fn explain(
+/// Print every rule of the object's component with its evaluated condition
+/// (for an OperatingSystemConfig with its pool's kubelet version and the
+/// ConfigMaps read for it, as the webhook reads them).
+async fn explain(
     engine: &Engine,
     state: &dyn StateSource,
     request: &AdmissionRequest,
@@ -105,12 +107,15 @@ fn explain(
     let target =
         dispatch(&request.kind, object).map_err(|s| anyhow::anyhow!("not a target: {s:?}"))?;
     let shoot = state.shoot(&request.namespace)?;
+    let objects = fetch(engine, state, target, &shoot, &request.namespace)
+        .await
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
     let profile = engine.profile();
     eprintln!(
         "profile {} ({}), component {}",
         profile.provider, profile.source, target.component
     );
-    for t in engine.explain(target, &shoot) {
+    for t in engine.explain_object(target, object, &shoot, &objects) {
         let mark = if t.matched { "matched" } else { "skipped" };
         eprintln!("  {mark:7} {}: {}", t.rule, t.reason);
     }

@@ -36,7 +36,8 @@ impl WebhookRule {
 
 /// The kinds the control-plane webhook receives. Gardener labels exactly these
 /// objects with [`MUTATED_BY_LABEL`] (kube-apiserver, kube-controller-manager,
-/// ... Deployments and the machine-controller-manager VPA).
+/// ... Deployments, the machine-controller-manager VPA and the worker pools'
+/// OperatingSystemConfigs).
 pub const CONTROLPLANE_RULES: &[WebhookRule] = &[
     WebhookRule {
         group: "apps",
@@ -49,6 +50,12 @@ pub const CONTROLPLANE_RULES: &[WebhookRule] = &[
         version: "v1",
         kind: "VerticalPodAutoscaler",
         resource: "verticalpodautoscalers",
+    },
+    WebhookRule {
+        group: "extensions.gardener.cloud",
+        version: "v1alpha1",
+        kind: "OperatingSystemConfig",
+        resource: "operatingsystemconfigs",
     },
 ];
 

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
+//! | [`kubelet`] | the KubeletConfiguration struct as a field table |
 //! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
 //! | [`version`] | Kubernetes versions parsed as Gardener parses them |
 //! | [`view`] | the machinery of lenient typed views (decode only declared fields, field paths in errors) |
@@ -13,6 +14,7 @@
 
 pub mod cluster;
 pub mod controlplane;
+pub mod kubelet;
 pub mod objects;
 pub mod version;
 pub mod view;
@@ -73,6 +75,12 @@ pub const CONTROLPLANE: Gvk = gvk(
     EXTENSIONS_VERSION,
     "ControlPlane",
     "controlplanes",
+);
+pub const OPERATING_SYSTEM_CONFIG: Gvk = gvk(
+    EXTENSIONS_GROUP,
+    EXTENSIONS_VERSION,
+    "OperatingSystemConfig",
+    "operatingsystemconfigs",
 );
 pub const SECRET: Gvk = gvk("", "v1", "Secret", "secrets");
 pub const CONFIGMAP: Gvk = gvk("", "v1", "ConfigMap", "configmaps");

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::gardener::{ObjectData, ObjectKind};
+use crate::profile::osc::NamespaceRef;
 
-/// The Secrets and ConfigMaps a mutation may read, by kind and name (all in the
-/// object's namespace).
-pub type Objects = BTreeMap<(ObjectKind, String), ObjectData>;
+/// The Secrets and ConfigMaps a mutation may read, by kind, namespace (the
+/// object's, or the shoot's technical ID) and name.
+pub type Objects = BTreeMap<(ObjectKind, NamespaceRef, String), ObjectData>;
 
 /// What an action needs to know besides the object.
 pub struct ApplyContext<'a> {

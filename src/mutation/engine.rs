@@ -4,6 +4,7 @@
 //! 1. [`Engine::needs`] — which Secrets/ConfigMaps the matching rules read;
 //! 2. [`Engine::mutate`] — the mutated object, given those objects.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use json_patch::Patch;
@@ -12,11 +13,66 @@ use serde_json::Value;
 use super::apply::apply;
 use super::context::{ApplyContext, Objects};
 use super::draft::Draft;
+use super::osc::{self, OscContext, OscError};
+use super::place::ListAt;
 use super::shape::ApplyError;
 use crate::admission::Denial;
 use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
+use crate::profile::osc::NamespaceRef;
 use crate::profile::{Action, Facts, Place, Profile, Rule, Target};
+
+/// An object the rules read: kind, namespace, name, and whether a missing
+/// one is a fact (optional) or denies the request.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Need {
+    pub kind: ObjectKind,
+    pub namespace: NamespaceRef,
+    pub name: String,
+    pub optional: bool,
+}
+
+impl Need {
+    /// The key of the object in [`Objects`].
+    pub fn key(&self) -> (ObjectKind, NamespaceRef, String) {
+        (self.kind, self.namespace, self.name.clone())
+    }
+}
+
+/// What OperatingSystemConfig conditions know besides the shoot.
+struct OscFacts {
+    kubelet: semver::Version,
+    config_maps: BTreeSet<(NamespaceRef, String)>,
+}
+
+impl OscFacts {
+    fn of(object: &Value, shoot: &ShootContext, objects: &Objects) -> Self {
+        let pool = object
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(|l| l.get(osc::POOL_LABEL))
+            .and_then(Value::as_str);
+        OscFacts {
+            kubelet: match pool {
+                Some(pool) => shoot.worker_version(pool).clone(),
+                None => shoot.kubernetes_version().clone(),
+            },
+            config_maps: objects
+                .keys()
+                .filter(|(kind, _, _)| *kind == ObjectKind::ConfigMap)
+                .map(|(_, ns, name)| (*ns, name.clone()))
+                .collect(),
+        }
+    }
+
+    fn facts<'a>(&'a self, shoot: &'a ShootContext) -> Facts<'a> {
+        Facts {
+            kubelet: Some(&self.kubelet),
+            config_maps: Some(&self.config_maps),
+            ..Facts::of_shoot(shoot)
+        }
+    }
+}
 
 /// A provider profile ready to mutate objects. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -90,15 +146,14 @@ impl Engine {
     fn matching<'p>(
         &'p self,
         target: &Target,
-        shoot: &ShootContext,
+        facts: &Facts<'_>,
     ) -> Result<impl Iterator<Item = &'p Rule> + 'p, Denial> {
-        let facts = Facts::of_shoot(shoot);
         let mut matched = Vec::new();
         for rule in self.profile.rules(target.component) {
             let applies = match &rule.when {
                 None => true,
                 Some(c) => c
-                    .eval(&facts)
+                    .eval(facts)
                     .map_err(|e| Denial::Forbidden(e.to_string()))?,
             };
             if applies {
@@ -108,25 +163,40 @@ impl Engine {
         Ok(matched.into_iter())
     }
 
-    /// The Secrets and ConfigMaps (in the object's namespace) that the rules
-    /// matching this shoot read; sorted and without duplicates.
-    pub fn needs(
-        &self,
-        target: &Target,
-        shoot: &ShootContext,
-    ) -> Result<Vec<(ObjectKind, String)>, Denial> {
+    /// The Secrets and ConfigMaps that the rules matching this shoot read;
+    /// sorted and without duplicates. For an OperatingSystemConfig, every
+    /// ConfigMap its rules may read, optional (its conditions ask whether
+    /// they exist).
+    pub fn needs(&self, target: &Target, shoot: &ShootContext) -> Result<Vec<Need>, Denial> {
+        if target.is_osc() {
+            return Ok(osc::config_maps_read(self.profile.rules(target.component))
+                .into_iter()
+                .map(|(namespace, name)| Need {
+                    kind: ObjectKind::ConfigMap,
+                    namespace,
+                    name,
+                    optional: true,
+                })
+                .collect());
+        }
         let mut out = Vec::new();
-        for rule in self.matching(target, shoot)? {
+        let need = |kind, name: &str| Need {
+            kind,
+            namespace: NamespaceRef::Object,
+            name: name.to_string(),
+            optional: false,
+        };
+        for rule in self.matching(target, &Facts::of_shoot(shoot))? {
             for action in &rule.actions {
-                let need = match action {
-                    Action::SecretChecksum(n) => Some((ObjectKind::Secret, n.name.clone())),
-                    Action::ConfigMapChecksum(n) => Some((ObjectKind::ConfigMap, n.name.clone())),
+                let wanted = match action {
+                    Action::SecretChecksum(n) => Some(need(ObjectKind::Secret, &n.name)),
+                    Action::ConfigMapChecksum(n) => Some(need(ObjectKind::ConfigMap, &n.name)),
                     Action::ProviderSidecar(s) if s.workload_identity => {
-                        Some((ObjectKind::Secret, "cloudprovider".to_string()))
+                        Some(need(ObjectKind::Secret, "cloudprovider"))
                     }
                     _ => None,
                 };
-                out.extend(need);
+                out.extend(wanted);
             }
         }
         out.sort();
@@ -145,6 +215,9 @@ impl Engine {
         objects: &Objects,
     ) -> Result<Mutation<'a>, Denial> {
         check_shape(target, object)?;
+        if target.is_osc() {
+            return self.mutate_osc(target, object, shoot, objects);
+        }
         let namespace = object
             .get("metadata")
             .and_then(|m| m.get("namespace"))
@@ -158,7 +231,7 @@ impl Engine {
         };
         let mut draft = Draft::new(object);
         let mut matched = Vec::new();
-        for rule in self.matching(target, shoot)? {
+        for rule in self.matching(target, &Facts::of_shoot(shoot))? {
             matched.push(rule.name.clone());
             let container = rule
                 .container
@@ -181,9 +254,95 @@ impl Engine {
         Ok(Mutation { draft, matched })
     }
 
+    /// An OperatingSystemConfig: Gardener's `reconcile` path (`osc::apply`)
+    /// with the matching rules; the new units and files go into the draft.
+    fn mutate_osc<'a>(
+        &self,
+        target: &Target,
+        object: &'a Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Result<Mutation<'a>, Denial> {
+        let mut draft = Draft::new(object);
+        // A profile without the component leaves OSCs alone.
+        if !self.profile.has_component(target.component) {
+            return Ok(Mutation {
+                draft,
+                matched: Vec::new(),
+            });
+        }
+        let osc_facts = OscFacts::of(object, shoot, objects);
+        let facts = osc_facts.facts(shoot);
+        let matched: Vec<&Rule> = self.matching(target, &facts)?.collect();
+        let ctx = OscContext {
+            shoot,
+            objects,
+            kubelet_library: self.profile.kubelet_library,
+        };
+        let name = |o: &Value| {
+            let meta = o.get("metadata");
+            let field = |k: &str| {
+                meta.and_then(|m| m.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            format!("{}/{}", field("namespace"), field("name"))
+        };
+        let change = osc::apply(object, &matched, &ctx).map_err(|e| match e {
+            OscError::BadObject(m) => {
+                Denial::BadObject(format!("OperatingSystemConfig {}: {m}", name(object)))
+            }
+            OscError::Failed(m) => {
+                Denial::Forbidden(format!("OperatingSystemConfig {}: {m}", name(object)))
+            }
+        })?;
+        for (place, new) in [(Place::Units, change.units), (Place::Files, change.files)] {
+            if let Some(items) = new {
+                draft
+                    .edit_list(ListAt::Place(place), true, |l| {
+                        *l = std::borrow::Cow::Owned(items);
+                    })
+                    .map_err(|e| match e {
+                        ApplyError::Shape { path, expected } => Denial::BadObject(format!(
+                            "OperatingSystemConfig {}: field {path} must be {expected}",
+                            name(object)
+                        )),
+                        ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
+                            "could not get {} '{name}': not found",
+                            kind.word()
+                        )),
+                    })?;
+            }
+        }
+        Ok(Mutation {
+            draft,
+            matched: matched.iter().map(|r| r.name.clone()).collect(),
+        })
+    }
+
     /// Every rule of the component with whether it applies to this shoot and
     /// why (the evaluated condition), for `scion mutate --explain`.
     pub fn explain(&self, target: &Target, shoot: &ShootContext) -> Vec<RuleTrace> {
+        self.explain_object(target, &Value::Null, shoot, &Objects::new())
+    }
+
+    /// [`Engine::explain`] for one object and the objects read for it (an
+    /// OperatingSystemConfig's conditions know its pool's kubelet version and
+    /// the ConfigMaps that exist).
+    pub fn explain_object(
+        &self,
+        target: &Target,
+        object: &Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Vec<RuleTrace> {
+        let osc_facts = OscFacts::of(object, shoot, objects);
+        let facts = if target.is_osc() {
+            osc_facts.facts(shoot)
+        } else {
+            Facts::of_shoot(shoot)
+        };
         self.profile
             .rules(target.component)
             .iter()
@@ -192,11 +351,11 @@ impl Engine {
                 matched: rule
                     .when
                     .as_ref()
-                    .is_none_or(|c| c.eval(&Facts::of_shoot(shoot)).unwrap_or(false)),
-                reason: rule.when.as_ref().map_or_else(
-                    || "no condition".to_string(),
-                    |c| c.explain(&Facts::of_shoot(shoot)),
-                ),
+                    .is_none_or(|c| c.eval(&facts).unwrap_or(false)),
+                reason: rule
+                    .when
+                    .as_ref()
+                    .map_or_else(|| "no condition".to_string(), |c| c.explain(&facts)),
             })
             .collect()
     }
@@ -214,7 +373,7 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
     {
         return Err(bad("field metadata must be a map".into()));
     }
-    if target.is_vpa() {
+    if target.is_vpa() || target.is_osc() {
         return match object.get("spec") {
             None | Some(Value::Object(_)) => Ok(()),
             _ => Err(bad("field spec must be a map".into())),

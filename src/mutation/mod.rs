@@ -7,6 +7,9 @@
 //!   only the places they change are copied and diffed;
 //! * `apply.rs`, `primitives.rs`, `sidecar.rs`: the actions, Gardener's
 //!   helpers with their Go semantics;
+//! * [`osc`]: the OperatingSystemConfig mutation and its codecs (systemd
+//!   units, command lines, the kubelet configuration, sysctl text, file
+//!   encodings);
 //! * [`WebhookMutator`]: the [`crate::admission::Mutator`] shell that decodes
 //!   requests within the engine's reach and reads the shoot context and the
 //!   needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
@@ -16,6 +19,7 @@ mod context;
 mod dispatch;
 mod draft;
 mod engine;
+pub mod osc;
 mod place;
 pub mod primitives;
 mod shape;
@@ -24,6 +28,6 @@ mod webhook;
 
 pub use context::Objects;
 pub use dispatch::{Skip, dispatch};
-pub use engine::{Engine, Mutation, RuleTrace};
+pub use engine::{Engine, Mutation, Need, RuleTrace};
 pub use sidecar::{provider_sidecar, sidecar_container};
-pub use webhook::{Outcome, WebhookMutator, mutate_request};
+pub use webhook::{Outcome, WebhookMutator, fetch, mutate_request};

@@ -9,6 +9,7 @@ use super::context::Objects;
 use super::dispatch::{Skip, dispatch};
 use super::engine::{Engine, Mutation};
 use crate::admission::{AdmissionRequest, Denial, Mutator, Operation, ReviewError, Verdict};
+use crate::profile::osc::NamespaceRef;
 use crate::state::StateSource;
 
 /// Mutates control-plane objects with an [`Engine`], reading the shoot context
@@ -84,6 +85,11 @@ pub async fn mutate_request<'a>(
         Ok(target) => target,
         Err(Skip::NotTargeted) => return Ok(Outcome::Skipped("kind and name are not a target")),
         Err(Skip::BeingDeleted) => return Ok(Outcome::Skipped("object has a deletionTimestamp")),
+        Err(Skip::NotReconcile) => {
+            return Ok(Outcome::Skipped(
+                "OperatingSystemConfig purpose is not reconcile (provision OSCs pass unchanged)",
+            ));
+        }
     };
     let namespace = if request.namespace.is_empty() {
         object
@@ -97,24 +103,49 @@ pub async fn mutate_request<'a>(
     let shoot = state
         .shoot(namespace)
         .map_err(|e| Denial::Forbidden(e.to_string()))?;
-    let mut objects = Objects::new();
-    for (kind, name) in engine.needs(target, &shoot)? {
-        match state.object(kind, namespace, &name).await {
-            Ok(Some(data)) => {
-                objects.insert((kind, name), data);
-            }
-            Ok(None) => {
-                return Err(Denial::Forbidden(format!(
-                    "could not get {} '{namespace}/{name}': not found",
-                    kind.word()
-                )));
-            }
-            Err(e) => return Err(Denial::Forbidden(e.to_string())),
-        }
-    }
+    let objects = fetch(engine, state, target, &shoot, namespace).await?;
     engine
         .mutate(target, object, &shoot, &objects)
         .map(|m| Outcome::Mutated(Box::new(m)))
+}
+
+/// The objects the engine needs for this object, from the state source.
+pub async fn fetch(
+    engine: &Engine,
+    state: &dyn StateSource,
+    target: &crate::profile::Target,
+    shoot: &crate::gardener::ShootContext,
+    namespace: &str,
+) -> Result<Objects, Denial> {
+    let mut objects = Objects::new();
+    for need in engine.needs(target, shoot)? {
+        let in_namespace = match need.namespace {
+            NamespaceRef::Object => Some(namespace),
+            NamespaceRef::TechnicalId => shoot.technical_id().filter(|id| !id.is_empty()),
+        };
+        let found = match in_namespace {
+            Some(ns) => state
+                .object(need.kind, ns, &need.name)
+                .await
+                .map_err(|e| Denial::Forbidden(e.to_string()))?,
+            None => None,
+        };
+        match found {
+            Some(data) => {
+                objects.insert(need.key(), data);
+            }
+            None if need.optional => {}
+            None => {
+                return Err(Denial::Forbidden(format!(
+                    "could not get {} '{}/{}': not found",
+                    need.kind.word(),
+                    in_namespace.unwrap_or_default(),
+                    need.name
+                )));
+            }
+        }
+    }
+    Ok(objects)
 }
 
 impl Mutator for WebhookMutator {

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::osc::{FileSpec, KubeletConfigField, KubeletFlag, SysctlSpec, UnitOptionSpec, UnitSpec};
+
 /// Which string list of a container a flag action edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -175,6 +177,18 @@ pub enum Action {
     /// Pod-template annotation `checksum/configmap-<name>` over the ConfigMap's data.
     ConfigMapChecksum(NameRef),
     ProviderSidecar(ProviderSidecar),
+    /// OperatingSystemConfig: a flag of the kubelet's ExecStart.
+    KubeletFlag(KubeletFlag),
+    /// OperatingSystemConfig: an option of the kubelet unit.
+    UnitOption(UnitOptionSpec),
+    /// OperatingSystemConfig: a field of the kubelet configuration file.
+    KubeletConfig(KubeletConfigField),
+    /// OperatingSystemConfig: a line of `/etc/sysctl.d/99-k8s-general.conf`.
+    Sysctl(SysctlSpec),
+    /// OperatingSystemConfig: an additional unit.
+    Unit(UnitSpec),
+    /// OperatingSystemConfig: an additional file.
+    File(Box<FileSpec>),
 }
 
 /// Where an action applies.
@@ -186,6 +200,8 @@ pub enum Scope {
     PodTemplate,
     /// A VerticalPodAutoscaler.
     Vpa,
+    /// An OperatingSystemConfig.
+    Osc,
 }
 
 impl Action {
@@ -214,6 +230,12 @@ impl Action {
             Action::SecretChecksum(_) => "secretChecksum",
             Action::ConfigMapChecksum(_) => "configMapChecksum",
             Action::ProviderSidecar(_) => "providerSidecar",
+            Action::KubeletFlag(_) => "kubeletFlag",
+            Action::UnitOption(_) => "unitOption",
+            Action::KubeletConfig(_) => "kubeletConfig",
+            Action::Sysctl(_) => "sysctl",
+            Action::Unit(_) => "unit",
+            Action::File(_) => "file",
         }
     }
 
@@ -230,6 +252,12 @@ impl Action {
             | Action::EnsureVolumeMount(_)
             | Action::RemoveVolumeMount(_) => Scope::Container,
             Action::EnsureVpaContainerPolicy(_) | Action::RemoveVpaContainerPolicy(_) => Scope::Vpa,
+            Action::KubeletFlag(_)
+            | Action::UnitOption(_)
+            | Action::KubeletConfig(_)
+            | Action::Sysctl(_)
+            | Action::Unit(_)
+            | Action::File(_) => Scope::Osc,
             _ => Scope::PodTemplate,
         }
     }

@@ -20,16 +20,29 @@ pub struct Target {
     pub kind: &'static str,
     /// Plural resource, for webhook rules.
     pub resource: &'static str,
-    /// `metadata.name` of the object.
+    /// `metadata.name` of the object; [`ANY_NAME`] for any name.
     pub name: &'static str,
     /// The container container-level actions edit by default (`None` for a VPA).
     pub container: Option<&'static str>,
 }
 
+/// The `name` of a target whose objects may have any name.
+pub const ANY_NAME: &str = "*";
+
 impl Target {
     /// Whether the object is a VerticalPodAutoscaler.
     pub fn is_vpa(&self) -> bool {
-        self.container.is_none()
+        self.container.is_none() && !self.is_osc()
+    }
+
+    /// Whether the object is an OperatingSystemConfig.
+    pub fn is_osc(&self) -> bool {
+        self.kind == "OperatingSystemConfig"
+    }
+
+    /// Whether an object named `name` is this target.
+    pub fn matches_name(&self, name: &str) -> bool {
+        self.name == ANY_NAME || self.name == name
     }
 }
 
@@ -62,6 +75,15 @@ pub const TARGETS: &[Target] = &[
         name: "machine-controller-manager-vpa",
         container: None,
     },
+    Target {
+        component: "operatingsystemconfig",
+        group: "extensions.gardener.cloud",
+        version: "v1alpha1",
+        kind: "OperatingSystemConfig",
+        resource: "operatingsystemconfigs",
+        name: ANY_NAME,
+        container: None,
+    },
 ];
 
 /// The target of a component name, if it is one.
@@ -82,15 +104,21 @@ pub enum Place {
     Volumes,
     /// `spec.resourcePolicy.containerPolicies` of a VerticalPodAutoscaler
     ContainerPolicies,
+    /// `spec.units` of an OperatingSystemConfig
+    Units,
+    /// `spec.files` of an OperatingSystemConfig
+    Files,
 }
 
 impl Place {
-    pub const ALL: [Place; 5] = [
+    pub const ALL: [Place; 7] = [
         Place::Labels,
         Place::Annotations,
         Place::Containers,
         Place::Volumes,
         Place::ContainerPolicies,
+        Place::Units,
+        Place::Files,
     ];
 
     /// The keys from the object's root to the place.
@@ -101,6 +129,8 @@ impl Place {
             Place::Containers => &["spec", "template", "spec", "containers"],
             Place::Volumes => &["spec", "template", "spec", "volumes"],
             Place::ContainerPolicies => &["spec", "resourcePolicy", "containerPolicies"],
+            Place::Units => &["spec", "units"],
+            Place::Files => &["spec", "files"],
         }
     }
 
@@ -144,6 +174,12 @@ impl Action {
             | Action::SecretChecksum(_)
             | Action::ConfigMapChecksum(_) => &[Whole(Place::Annotations)],
             Action::ProviderSidecar(_) => &[Whole(Place::Volumes), Whole(Place::Containers)],
+            Action::KubeletFlag(_) | Action::UnitOption(_) | Action::Unit(_) => {
+                &[Whole(Place::Units)]
+            }
+            Action::KubeletConfig(_) | Action::Sysctl(_) | Action::File(_) => {
+                &[Whole(Place::Files)]
+            }
         }
     }
 }

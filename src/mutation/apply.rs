@@ -11,7 +11,7 @@ use super::primitives::{
     replace_flag,
 };
 use super::shape::{ApplyError, shape};
-use super::sidecar::sidecar_container;
+use super::sidecar::{Hosting, hosted_sidecar_container};
 use crate::checksum::{configmap_checksum, secret_checksum};
 use crate::gardener::{ObjectData, ObjectKind};
 use crate::profile::osc::NamespaceRef;
@@ -191,12 +191,13 @@ pub fn apply(
                 .iter()
                 .map(|a| ctx.render(a).into_owned())
                 .collect();
-            let (container, volume) = sidecar_container(
+            let (container, volume) = hosted_sidecar_container(
                 ctx.namespace,
                 &s.provider,
                 image,
                 workload_identity,
                 &extra_args,
+                Hosting::of(ctx.self_hosted, ctx.namespace),
             );
             if let Some(volume) = volume {
                 apply(draft, &Action::EnsureVolume(volume), container_name, ctx)?;

@@ -19,6 +19,8 @@ pub struct ApplyContext<'a> {
     pub region: &'a str,
     pub objects: &'a Objects,
     pub sidecar_image: Option<&'a str>,
+    /// The shoot is self-hosted (a worker pool has `controlPlane`).
+    pub self_hosted: bool,
 }
 
 impl ApplyContext<'_> {

@@ -228,6 +228,7 @@ impl Engine {
             region: shoot.region(),
             objects,
             sidecar_image: self.sidecar_image.as_deref(),
+            self_hosted: shoot.is_self_hosted(),
         };
         let mut draft = Draft::new(object);
         let mut matched = Vec::new();

@@ -29,5 +29,5 @@ mod webhook;
 pub use context::Objects;
 pub use dispatch::{Skip, dispatch};
 pub use engine::{Engine, Mutation, Need, RuleTrace};
-pub use sidecar::{provider_sidecar, sidecar_container};
+pub use sidecar::{Hosting, hosted_sidecar_container, provider_sidecar, sidecar_container};
 pub use webhook::{Outcome, WebhookMutator, fetch, mutate_request};

@@ -20,6 +20,32 @@ use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
 use scion::state::Snapshot;
 
+/// A worker pool's `-original` OperatingSystemConfig as gardenlet writes it
+/// (examples/osc/generate.py): 12 KB, base64 files.
+const OSC: &str = include_str!("../examples/osc/aws-original.json");
+
+/// An UPDATE AdmissionReview of the OSC, with the same object as
+/// `oldObject` (as gardenlet's merge patch sends it): about 24 KB compact.
+fn osc_review() -> Vec<u8> {
+    let object: serde_json::Value = serde_json::from_str(OSC).expect("example is JSON");
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "b1c0e2a4-1f3d-4c57-9a8e-2d6f0c9b7e11",
+            "kind": {"group": "extensions.gardener.cloud", "version": "v1alpha1", "kind": "OperatingSystemConfig"},
+            "resource": {"group": "extensions.gardener.cloud", "version": "v1alpha1", "resource": "operatingsystemconfigs"},
+            "name": object["metadata"]["name"],
+            "namespace": "shoot--core--prod",
+            "operation": "UPDATE",
+            "userInfo": {"username": "gardenlet"},
+            "object": object,
+            "oldObject": object,
+        }
+    }))
+    .expect("serialises")
+}
+
 const RECORDED: &[u8] = include_bytes!(
     "../tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
 );
@@ -97,6 +123,25 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("part_parse_review", |b| {
         b.iter(|| mutator.decode(std::hint::black_box(review)))
+    });
+    // The OperatingSystemConfig webhook: kubelet unit, b64 kubelet
+    // configuration and sysctl re-encoded, ECR and MTU files and units added.
+    let osc = osc_review();
+    let mut shoot_osc = shoot();
+    shoot_osc.shoot.spec.provider.infrastructure_config =
+        Some(serde_json::json!({"kind": "InfrastructureConfig"}));
+    let mut osc_snap = Snapshot::default();
+    osc_snap.insert_shoot(shoot_osc);
+    let osc_mutator = WebhookMutator::new(
+        Engine::new(Profile::builtin("aws").expect("built-in")),
+        Arc::new(osc_snap),
+    );
+    assert!(
+        handle(&osc_mutator, &osc).len() > 1000,
+        "the OSC is patched"
+    );
+    c.bench_function("osc_admission_review_end_to_end", |b| {
+        b.iter(|| handle(&osc_mutator, std::hint::black_box(&osc)))
     });
     let request = mutator.decode(review).expect("fixture parses");
     c.bench_function("part_mutate_and_diff", |b| {

@@ -143,14 +143,16 @@ fn webhook_configuration_matches_the_route_and_the_provider() {
                 {"apiGroups": ["apps"], "apiVersions": ["v1"],
                  "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]},
                 {"apiGroups": ["autoscaling.k8s.io"], "apiVersions": ["v1"],
-                 "operations": ["CREATE", "UPDATE"], "resources": ["verticalpodautoscalers"]}
+                 "operations": ["CREATE", "UPDATE"], "resources": ["verticalpodautoscalers"]},
+                {"apiGroups": ["extensions.gardener.cloud"], "apiVersions": ["v1alpha1"],
+                 "operations": ["CREATE", "UPDATE"], "resources": ["operatingsystemconfigs"]}
             ])
         );
     }
 }
 
 #[test]
-fn rules_as_data_cover_exactly_deployments_and_vpas() {
+fn rules_as_data_cover_exactly_deployments_vpas_and_oscs() {
     let gvk = |group: &str, version: &str, kind: &str| GroupVersionKind {
         group: group.to_owned(),
         version: version.to_owned(),
@@ -162,6 +164,11 @@ fn rules_as_data_cover_exactly_deployments_and_vpas() {
         "autoscaling.k8s.io",
         "v1",
         "VerticalPodAutoscaler"
+    )));
+    assert!(covered(&gvk(
+        "extensions.gardener.cloud",
+        "v1alpha1",
+        "OperatingSystemConfig"
     )));
     assert!(!covered(&gvk("apps", "v1", "StatefulSet")));
     assert!(!covered(&gvk("", "v1", "Pod")));

@@ -62,10 +62,20 @@ fn shoot_for(provider: &str, version: &str) -> ShootContext {
 
 /// The object after the webhook, and the patch bytes.
 fn mutate(m: &WebhookMutator, object: &Value) -> (Value, Vec<u8>) {
-    let req = request(object.clone());
+    let req = request_in_namespace(object);
     let verdict = run(m, &req).unwrap_or_else(|d| panic!("denied: {d}"));
     let (patch, patched) = support::mutation::patch_and_apply(&req, &verdict);
     (patched, serde_json::to_vec(&patch).unwrap())
+}
+
+/// An UPDATE request in the object's own namespace.
+fn request_in_namespace(object: &Value) -> scion::admission::AdmissionRequest {
+    let mut req = request(object.clone());
+    req.namespace = object["metadata"]["namespace"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    req
 }
 
 fn unit_content<'a>(object: &'a Value, name: &str) -> &'a str {

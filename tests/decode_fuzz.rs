@@ -56,6 +56,35 @@ fn load_seeds() -> Vec<Seed> {
         body: example,
         mutator,
     });
+    // The recorded OperatingSystemConfigs of every provider, with their
+    // example shoots: units, b64 kubelet configuration and sysctl text
+    // garbled like any other field.
+    for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
+        let (objects, _) =
+            scion::state::ObjectsDir::load(root.join("examples/objects").join(provider)).unwrap();
+        let mutator = WebhookMutator::new(
+            scion::mutation::Engine::new(scion::profile::Profile::builtin(provider).unwrap()),
+            std::sync::Arc::new(objects),
+        );
+        let object: Value = serde_json::from_slice(
+            &fs::read(root.join(format!("examples/osc/{provider}-original.json"))).unwrap(),
+        )
+        .unwrap();
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": format!("osc-{provider}"),
+                "kind": {"group": "extensions.gardener.cloud", "version": "v1alpha1", "kind": "OperatingSystemConfig"},
+                "name": object["metadata"]["name"],
+                "namespace": object["metadata"]["namespace"],
+                "operation": "UPDATE",
+                "object": object,
+            }
+        }))
+        .unwrap();
+        seeds.push(Seed { body, mutator });
+    }
     seeds
 }
 
@@ -308,6 +337,7 @@ proptest! {
 #[test]
 fn unmodified_seeds_give_patches_and_denials() {
     let mut patched = 0;
+    let mut osc_patched = 0;
     let mut denied = Vec::new();
     for seed in seeds() {
         let (request, bytes) = answer(&seed.mutator, &seed.body).unwrap();
@@ -315,12 +345,16 @@ fn unmodified_seeds_give_patches_and_denials() {
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         if v["response"].get("patch").is_some() {
             patched += 1;
+            if request.kind.kind == "OperatingSystemConfig" {
+                osc_patched += 1;
+            }
         }
         if v["response"]["allowed"] == false {
             denied.push(v["response"]["status"].clone());
         }
     }
     assert!(patched >= 10, "only {patched} patches");
+    assert_eq!(osc_patched, 5, "every provider's OSC is patched");
     assert_eq!(denied.len(), 1, "{denied:?}");
     assert_eq!(denied[0]["code"], 403);
     assert!(

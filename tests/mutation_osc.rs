@@ -452,7 +452,7 @@ fn the_recorded_example_oscs_are_mutated_once_and_stay_put() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
         let (objects, problems) =
-            scion::state::ObjectsDir::load(&root.join("examples/objects").join(provider)).unwrap();
+            scion::state::ObjectsDir::load(root.join("examples/objects").join(provider)).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         let m = WebhookMutator::new(
             scion::mutation::Engine::new(scion::profile::Profile::builtin(provider).unwrap()),

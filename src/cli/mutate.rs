@@ -1,5 +1,7 @@
-//! `scion mutate`: run the control-plane webhook on one object offline and print
-//! the mutated object or the patch; `--explain` lists which rules matched.
+//! `scion mutate`: run the webhooks on one object offline (a control-plane
+//! Deployment or VPA, an OperatingSystemConfig, the `cloudprovider` Secret, an
+//! Etcd) and print the mutated object or the patch; `--explain` lists which
+//! rules matched.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,6 +43,14 @@ pub struct MutateArgs {
     /// Override the image of the machine-controller-manager provider sidecar.
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE")]
     pub mcm_provider_image: Option<String>,
+    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
+    /// default: the profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
+    pub etcd_storage_class: Option<String>,
+    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
+    /// profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
+    pub etcd_storage_capacity: Option<String>,
     /// The object manifest or AdmissionReview (YAML or JSON); `-` for stdin.
     #[arg(short = 'f', long = "filename", env = "SCION_FILENAME")]
     pub file: PathBuf,
@@ -57,7 +67,12 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         Some(path) => Profile::load(path)?,
         None => Profile::builtin(&args.provider)?,
     };
-    let engine = Engine::new(profile).with_sidecar_image(args.mcm_provider_image.clone());
+    let engine = Engine::new(profile)
+        .with_sidecar_image(args.mcm_provider_image.clone())
+        .with_etcd_config(crate::mutation::EtcdConfig {
+            storage_class: args.etcd_storage_class.clone(),
+            storage_capacity: args.etcd_storage_capacity.clone(),
+        });
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;
     let request = request_from_input(&text).with_context(|| {
@@ -107,7 +122,7 @@ async fn explain(
     let target =
         dispatch(&request.kind, object).map_err(|s| anyhow::anyhow!("not a target: {s:?}"))?;
     let shoot = state.shoot(&request.namespace)?;
-    let objects = fetch(engine, state, target, &shoot, &request.namespace)
+    let objects = fetch(engine, state, target, object, &shoot, &request.namespace)
         .await
         .map_err(|d| anyhow::anyhow!("{d}"))?;
     let profile = engine.profile();
@@ -186,6 +201,7 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
         operation: Operation::Update,
         object: Some(value),
         has_old_object: false,
+        old_object: None,
         dry_run: Some(true),
         version: ReviewVersion::V1,
     })
@@ -205,9 +221,13 @@ fn load_manifests_into(snapshot: &mut Snapshot, text: &str) -> anyhow::Result<()
                 data,
             } => snapshot.insert_object(&namespace, &name, data),
             DecodedObject::ControlPlane { .. } => {}
+            DecodedObject::BackupBucket {
+                name,
+                provider_config,
+            } => snapshot.insert_backup_bucket(&name, provider_config),
             DecodedObject::Ignored { api_version, kind } => {
                 bail!(
-                    "unexpected document {api_version} {kind} (want Cluster, Secret or ConfigMap)"
+                    "unexpected document {api_version} {kind} (want Cluster, Secret, ConfigMap or BackupBucket)"
                 )
             }
         }

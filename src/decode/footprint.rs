@@ -40,6 +40,14 @@ pub fn footprint(profile: &Profile) -> ObjectReach {
                     ]),
                 ),
             ])
+        } else if target.is_secret() {
+            // Labels tell workload identity; the data is read and written.
+            Reach::keys([
+                ("metadata", Reach::keys([("labels", Reach::All)])),
+                ("data", Reach::All),
+            ])
+        } else if target.is_etcd() {
+            along(&["spec"], Reach::All)
         } else if target.is_vpa() {
             along(&["spec"], Reach::keys::<&str>([]))
         } else {

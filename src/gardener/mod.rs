@@ -82,6 +82,13 @@ pub const OPERATING_SYSTEM_CONFIG: Gvk = gvk(
     "OperatingSystemConfig",
     "operatingsystemconfigs",
 );
+pub const BACKUP_BUCKET: Gvk = gvk(
+    EXTENSIONS_GROUP,
+    EXTENSIONS_VERSION,
+    "BackupBucket",
+    "backupbuckets",
+);
+pub const ETCD: Gvk = gvk("druid.gardener.cloud", "v1alpha1", "Etcd", "etcds");
 pub const SECRET: Gvk = gvk("", "v1", "Secret", "secrets");
 pub const CONFIGMAP: Gvk = gvk("", "v1", "ConfigMap", "configmaps");
 pub const SERVICE: Gvk = gvk("", "v1", "Service", "services");

@@ -165,6 +165,8 @@ pub fn apply(
         | Action::Sysctl(_)
         | Action::Unit(_)
         | Action::File(_) => {}
+        // Secret and Etcd ensurers run in Engine::mutate_seed_object.
+        Action::CloudproviderSecret(_) | Action::EtcdStorage(_) => {}
         Action::ProviderSidecar(s) => {
             let workload_identity = if s.workload_identity {
                 match ctx.objects.get(&(

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::admission::GroupVersionKind;
-use crate::profile::{TARGETS, Target};
+use crate::profile::{ETCD_NAMES, TARGETS, Target};
 
 /// Why an object is left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,7 @@ pub fn dispatch(kind: &GroupVersionKind, object: &Value) -> Result<&'static Targ
                 && t.version == kind.version
                 && t.kind == kind.kind
                 && t.matches_name(name)
+                && (!t.is_etcd() || ETCD_NAMES.contains(&name))
         })
         .ok_or(Skip::NotTargeted)?;
     match metadata.and_then(|m| m.get("deletionTimestamp")) {

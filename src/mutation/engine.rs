@@ -13,30 +13,33 @@ use serde_json::Value;
 use super::apply::apply;
 use super::context::{ApplyContext, Objects};
 use super::draft::Draft;
+use super::etcd::{self, EtcdConfig};
 use super::osc::{self, OscContext, OscError};
 use super::place::ListAt;
+use super::secret;
 use super::shape::ApplyError;
 use crate::admission::Denial;
 use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
 use crate::profile::osc::NamespaceRef;
+use crate::profile::seed::CredentialsFlavour;
 use crate::profile::{Action, Facts, Place, Profile, Rule, Target};
 
-/// An object the rules read: kind, namespace, name, and whether a missing
-/// one is a fact (optional) or denies the request.
+/// What the rules read besides the object and the shoot.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Need {
-    pub kind: ObjectKind,
-    pub namespace: NamespaceRef,
-    pub name: String,
-    pub optional: bool,
-}
-
-impl Need {
-    /// The key of the object in [`Objects`].
-    pub fn key(&self) -> (ObjectKind, NamespaceRef, String) {
-        (self.kind, self.namespace, self.name.clone())
-    }
+pub enum Need {
+    /// A Secret or ConfigMap; a missing one is a fact when `optional`, else
+    /// it denies the request.
+    Object {
+        kind: ObjectKind,
+        namespace: NamespaceRef,
+        name: String,
+        optional: bool,
+    },
+    /// The Secrets of all namespaces labelled `key=value`.
+    LabelledSecrets { key: String, value: String },
+    /// A cluster-scoped BackupBucket (missing: denied).
+    BackupBucket { name: String },
 }
 
 /// What OperatingSystemConfig conditions know besides the shoot.
@@ -79,6 +82,8 @@ impl OscFacts {
 pub struct Engine {
     profile: Arc<Profile>,
     sidecar_image: Option<String>,
+    /// The extension's `etcd.storage` configuration (`--etcd-storage-*`).
+    etcd: EtcdConfig,
     /// What of an object the profile reads or writes.
     reach: Arc<ObjectReach>,
 }
@@ -121,12 +126,21 @@ impl Engine {
             reach: Arc::new(footprint(&profile)),
             profile: Arc::new(profile),
             sidecar_image: None,
+            etcd: EtcdConfig::default(),
         }
     }
 
     /// Use `image` for every `providerSidecar` instead of the profile's.
     pub fn with_sidecar_image(mut self, image: Option<String>) -> Self {
         self.sidecar_image = image;
+        self
+    }
+
+    /// Use the extension's Etcd storage configuration (`--etcd-storage-class`,
+    /// `--etcd-storage-capacity`); unset values take the profile's chart
+    /// defaults.
+    pub fn with_etcd_config(mut self, etcd: EtcdConfig) -> Self {
+        self.etcd = etcd;
         self
     }
 
@@ -167,11 +181,16 @@ impl Engine {
     /// sorted and without duplicates. For an OperatingSystemConfig, every
     /// ConfigMap its rules may read, optional (its conditions ask whether
     /// they exist).
-    pub fn needs(&self, target: &Target, shoot: &ShootContext) -> Result<Vec<Need>, Denial> {
+    pub fn needs(
+        &self,
+        target: &Target,
+        object: &Value,
+        shoot: &ShootContext,
+    ) -> Result<Vec<Need>, Denial> {
         if target.is_osc() {
             return Ok(osc::config_maps_read(self.profile.rules(target.component))
                 .into_iter()
-                .map(|(namespace, name)| Need {
+                .map(|(namespace, name)| Need::Object {
                     kind: ObjectKind::ConfigMap,
                     namespace,
                     name,
@@ -180,7 +199,7 @@ impl Engine {
                 .collect());
         }
         let mut out = Vec::new();
-        let need = |kind, name: &str| Need {
+        let need = |kind, name: &str| Need::Object {
             kind,
             namespace: NamespaceRef::Object,
             name: name.to_string(),
@@ -194,6 +213,18 @@ impl Engine {
                     Action::ProviderSidecar(s) if s.workload_identity => {
                         Some(need(ObjectKind::Secret, "cloudprovider"))
                     }
+                    Action::CloudproviderSecret(c)
+                        if c.provider == CredentialsFlavour::Azure
+                            && secret::needs_tenant_secrets(object) =>
+                    {
+                        let (key, value) = secret::AZURE_TENANT_SP_LABEL;
+                        Some(Need::LabelledSecrets {
+                            key: key.into(),
+                            value: value.into(),
+                        })
+                    }
+                    Action::EtcdStorage(e) => etcd::backup_bucket_name(e, object)
+                        .map(|name| Need::BackupBucket { name: name.into() }),
                     _ => None,
                 };
                 out.extend(wanted);
@@ -217,6 +248,9 @@ impl Engine {
         check_shape(target, object)?;
         if target.is_osc() {
             return self.mutate_osc(target, object, shoot, objects);
+        }
+        if target.is_secret() || target.is_etcd() {
+            return self.mutate_seed_object(target, object, shoot, objects);
         }
         let namespace = object
             .get("metadata")
@@ -322,6 +356,75 @@ impl Engine {
         })
     }
 
+    /// The `cloudprovider` Secret (its `data`) or an Etcd (its `spec`): the
+    /// provider's built-in ensurer of each matching rule, in order.
+    fn mutate_seed_object<'a>(
+        &self,
+        target: &Target,
+        object: &'a Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Result<Mutation<'a>, Denial> {
+        let meta = |k: &str| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let whose = format!("{} {}/{}", target.kind, meta("namespace"), meta("name"));
+        let deny = |message: String| {
+            if message.starts_with("field ") {
+                Denial::BadObject(format!("{whose}: {message}"))
+            } else {
+                Denial::Forbidden(format!("{whose}: {message}"))
+            }
+        };
+        let mut draft = Draft::new(object);
+        let mut matched = Vec::new();
+        let place = if target.is_secret() {
+            Place::Data
+        } else {
+            Place::EtcdSpec
+        };
+        for rule in self.matching(target, &Facts::of_shoot(shoot))? {
+            matched.push(rule.name.clone());
+            for action in &rule.actions {
+                let current = draft.to_object();
+                let new = match action {
+                    Action::CloudproviderSecret(c) => {
+                        let ctx = secret::SecretContext {
+                            shoot,
+                            tenant_secrets: &objects.labelled,
+                        };
+                        secret::ensure(c.provider, &current, &ctx).map_err(deny)?
+                    }
+                    Action::EtcdStorage(e) => {
+                        let ctx = etcd::EtcdContext {
+                            config: &self.etcd,
+                            old: objects.old.as_ref(),
+                            backup_bucket: objects.backup_bucket.as_ref(),
+                        };
+                        etcd::ensure(e, meta("name"), &current, &ctx).map_err(deny)?
+                    }
+                    _ => None,
+                };
+                if let Some(new) = new {
+                    *draft.get_mut(place).map_err(|e| match e {
+                        ApplyError::Shape { path, expected } => {
+                            deny(format!("field {path} must be {expected}"))
+                        }
+                        ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
+                            "could not get {} '{name}': not found",
+                            kind.word()
+                        )),
+                    })? = Value::Object(new);
+                }
+            }
+        }
+        Ok(Mutation { draft, matched })
+    }
+
     /// Every rule of the component with whether it applies to this shoot and
     /// why (the evaluated condition), for `scion mutate --explain`.
     pub fn explain(&self, target: &Target, shoot: &ShootContext) -> Vec<RuleTrace> {
@@ -374,7 +477,7 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
     {
         return Err(bad("field metadata must be a map".into()));
     }
-    if target.is_vpa() || target.is_osc() {
+    if !target.is_deployment() {
         return match object.get("spec") {
             None | Some(Value::Object(_)) => Ok(()),
             _ => Err(bad("field spec must be a map".into())),

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::osc::{FileSpec, KubeletConfigField, KubeletFlag, SysctlSpec, UnitOptionSpec, UnitSpec};
+use super::seed::{CloudproviderSecret, EtcdStorage};
 
 /// Which string list of a container a flag action edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,6 +190,10 @@ pub enum Action {
     Unit(UnitSpec),
     /// OperatingSystemConfig: an additional file.
     File(Box<FileSpec>),
+    /// The `cloudprovider` Secret: the provider's credential keys.
+    CloudproviderSecret(CloudproviderSecret),
+    /// An Etcd: storage class and capacity.
+    EtcdStorage(Box<EtcdStorage>),
 }
 
 /// Where an action applies.
@@ -202,6 +207,10 @@ pub enum Scope {
     Vpa,
     /// An OperatingSystemConfig.
     Osc,
+    /// A Secret.
+    Secret,
+    /// An Etcd.
+    Etcd,
 }
 
 impl Action {
@@ -236,6 +245,8 @@ impl Action {
             Action::Sysctl(_) => "sysctl",
             Action::Unit(_) => "unit",
             Action::File(_) => "file",
+            Action::CloudproviderSecret(_) => "cloudproviderSecret",
+            Action::EtcdStorage(_) => "etcdStorage",
         }
     }
 
@@ -258,6 +269,8 @@ impl Action {
             | Action::Sysctl(_)
             | Action::Unit(_)
             | Action::File(_) => Scope::Osc,
+            Action::CloudproviderSecret(_) => Scope::Secret,
+            Action::EtcdStorage(_) => Scope::Etcd,
             _ => Scope::PodTemplate,
         }
     }

@@ -11,6 +11,7 @@
 //! | `condition.rs` | the condition language ([`Condition`], evaluated over [`Facts`]) |
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
 //! | `osc.rs` | the OperatingSystemConfig actions (kubelet flag, unit option, kubelet config field, sysctl line, unit, file) |
+//! | `seed.rs` | the `cloudprovider` Secret and Etcd actions |
 //! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs` | the `ccm:` section ([`CcmSpec`]) |
 //! | `validate.rs` | the checks serde cannot make |
 //!
@@ -23,6 +24,7 @@ mod ccm_entries;
 mod ccm_parts;
 mod condition;
 pub mod osc;
+pub mod seed;
 mod targets;
 mod validate;
 mod version;
@@ -39,7 +41,11 @@ pub use actions::{
 };
 pub use ccm::CcmSpec;
 pub use condition::{Condition, ConditionError, Config, Fact, Facts, FieldTest};
-pub use targets::{ANY_NAME, Place, TARGETS, Target, Touch, target_for_component};
+pub use targets::{
+    ANY_NAME, CLOUDPROVIDER_WEBHOOK, CONTROLPLANE_WEBHOOK, ETCD_NAMES, Place, ProviderLabel,
+    SEEDPROVIDER_WEBHOOK, TARGETS, Target, Touch, WEBHOOKS, Webhook, target_for_component,
+    targets_of,
+};
 pub use version::VersionRange;
 
 /// Names of the built-in provider profiles.

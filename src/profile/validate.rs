@@ -73,7 +73,7 @@ pub(super) fn compile(
                     "must list at least one action".into(),
                 ));
             }
-            if (target.is_vpa() || target.is_osc()) && rule.container.is_some() {
+            if !target.is_deployment() && rule.container.is_some() {
                 return Err(invalid(
                     "container".into(),
                     format!("a {} has no containers", target.kind),
@@ -156,7 +156,17 @@ fn read_data_files(action: &mut Action, files: &DataFiles<'_>) -> Result<(), Str
 }
 
 fn check_action(action: &Action, target: &crate::profile::Target) -> Result<(), String> {
+    let own = match action.scope() {
+        Scope::Secret => Some(target.is_secret()),
+        Scope::Etcd => Some(target.is_etcd()),
+        _ if target.is_secret() || target.is_etcd() => Some(false),
+        _ => None,
+    };
+    if own == Some(false) {
+        return Err(format!("not allowed on component {}", target.component));
+    }
     match (action.scope(), target.is_vpa(), target.is_osc()) {
+        (Scope::Secret | Scope::Etcd, _, _) => {}
         (Scope::Vpa, false, _) => {
             return Err("only allowed for machine-controller-manager-vpa".into());
         }

@@ -1,7 +1,8 @@
 //! The HTTPS admission server and the plain-HTTP health and metrics listeners.
 //!
 //! ```text
-//! --listen          HTTPS  POST /controlplane   (AdmissionReview v1 / v1beta1)
+//! --listen          HTTPS  POST /controlplane, /cloudprovider, /seedprovider
+//!                          (AdmissionReview v1 / v1beta1; the paths of profile::WEBHOOKS)
 //! --health-listen   HTTP   GET /healthz, GET /readyz
 //! --metrics-listen  HTTP   GET /metrics
 //! ```
@@ -31,7 +32,7 @@ pub use error::ApiError;
 pub use metrics::{Metrics, Outcome};
 pub use readiness::{Check, Readiness, ReadinessReport};
 
-use crate::admission::{CONTROLPLANE_PATH, Mutator};
+use crate::admission::Mutator;
 use crate::tls::{self, ReloadTask, ReloadingResolver, TlsError};
 
 /// Bodies above this size are answered with HTTP 413 (controller-runtime's limit).
@@ -269,11 +270,13 @@ impl Server {
             request_timeout: config.request_timeout,
             max_body_bytes: config.max_body_bytes,
         });
-        let router = Router::new()
-            .route(
-                CONTROLPLANE_PATH,
-                post(webhook::controlplane).fallback(method_not_allowed),
-            )
+        let router = crate::admission::webhook_paths()
+            .fold(Router::new(), |router, path| {
+                router.route(
+                    path,
+                    post(webhook::controlplane).fallback(method_not_allowed),
+                )
+            })
             .fallback(probes::not_found)
             .with_state(state);
         let draining = readiness.clone();
@@ -282,7 +285,8 @@ impl Server {
             draining.set_draining();
             tracing::info!("shutdown requested; readiness now fails");
         };
-        tracing::info!(listener = "https", addr = %addrs.https, path = CONTROLPLANE_PATH, "listening");
+        let paths: Vec<&str> = crate::admission::webhook_paths().collect();
+        tracing::info!(listener = "https", addr = %addrs.https, paths = ?paths, "listening");
         tracing::info!(listener = "health", addr = %addrs.health, "listening");
         tracing::info!(listener = "metrics", addr = %addrs.metrics, "listening");
         serving.store(true, Ordering::SeqCst);
@@ -310,10 +314,10 @@ impl Server {
     }
 }
 
-async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(
         axum::http::StatusCode::METHOD_NOT_ALLOWED,
-        format!("method {method} is not allowed on {CONTROLPLANE_PATH}: use POST"),
+        format!("method {method} is not allowed on {}: use POST", uri.path()),
     )
 }
 

@@ -55,6 +55,22 @@ pub trait StateSource: Send + Sync + 'static {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ObjectData>, StateError>>;
 
+    /// The objects of `kind` in all namespaces labelled `label` (Azure's
+    /// tenant service principal Secrets).
+    fn list_labelled<'a>(
+        &'a self,
+        kind: ObjectKind,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<ObjectData>, StateError>>;
+
+    /// The `spec.providerConfig` of the cluster-scoped BackupBucket `name`
+    /// (`Some(Value::Null)` when it has none); `Ok(None)` when it does not
+    /// exist.
+    fn backup_bucket<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StateError>>;
+
     /// True once the initial sync finished; `/readyz` waits for it.
     fn is_synced(&self) -> bool;
 }

@@ -234,6 +234,12 @@ pub enum DecodedObject {
         name: String,
         object: Value,
     },
+    /// A `BackupBucket` (extensions.gardener.cloud, cluster-scoped): its
+    /// `spec.providerConfig`, which GCP's Etcd rule reads.
+    BackupBucket {
+        name: String,
+        provider_config: Value,
+    },
     /// Any other kind; not used by scion.
     Ignored { api_version: String, kind: String },
 }
@@ -269,6 +275,22 @@ pub fn decode_object(document: Document) -> Result<DecodedObject, String> {
             namespace,
             name,
             object,
+        });
+    }
+    if is(&gardener::BACKUP_BUCKET) {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or("BackupBucket: metadata.name is required")?
+            .to_string();
+        let provider_config = object
+            .pointer("/spec/providerConfig")
+            .cloned()
+            .unwrap_or(Value::Null);
+        return Ok(DecodedObject::BackupBucket {
+            name,
+            provider_config,
         });
     }
     if is(&gardener::SECRET) {

@@ -145,7 +145,9 @@ impl ServerConfig {
 
     fn http_settings(&self) -> accept::HttpSettings {
         accept::HttpSettings {
-            h1_header_read_timeout: self.idle_timeout,
+            // A backstop behind the watchdog's own idle and first-request
+            // deadlines, which close such connections first.
+            h1_header_read_timeout: self.idle_timeout + CLOSE_GRACE,
             h2_keep_alive_interval: self.h2_keep_alive_interval,
             h2_keep_alive_timeout: self.h2_keep_alive_timeout,
         }

@@ -439,37 +439,85 @@ async fn requests_beyond_the_in_flight_cap_are_refused_at_once() {
     );
 }
 
-#[tokio::test]
-async fn a_body_in_one_byte_chunks_is_answered() {
-    let server = start().await;
-    let mut stream = tls(&server, &[b"http/1.1"]).await;
-    let mut body = review(V1, "chunky", "patch-me");
-    // Pad inside the JSON (before the last brace) so it stays valid.
-    let close = body.pop().unwrap();
-    body.extend(std::iter::repeat_n(b' ', 20_000));
-    body.push(close);
+/// The chunked wire form of `body` in pieces of `size` bytes.
+fn chunked(body: &[u8], size: usize) -> Vec<u8> {
     let mut wire = b"POST /controlplane HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
-    for byte in &body {
-        wire.extend_from_slice(b"1\r\n");
-        wire.push(*byte);
+    for piece in body.chunks(size) {
+        wire.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        wire.extend_from_slice(piece);
         wire.extend_from_slice(b"\r\n");
     }
     wire.extend_from_slice(b"0\r\n\r\n");
-    stream.write_all(&wire).await.unwrap();
+    wire
+}
+
+/// Send `wire` while reading the answer; the answer's text (empty if the
+/// server reset the connection before it could be read).
+async fn exchange(server: &Target, wire: Vec<u8>) -> String {
+    let stream = tls(server, &[b"http/1.1"]).await;
+    let (mut reader, mut writer) = tokio::io::split(stream);
+    let writing = tokio::spawn(async move {
+        for part in wire.chunks(64 * 1024) {
+            if writer.write_all(part).await.is_err() {
+                break;
+            }
+        }
+        let _ = writer.flush().await;
+        writer
+    });
     let mut answer = Vec::new();
     let mut buf = [0u8; 8192];
-    while !answer.ends_with(b"}") {
-        let n = tokio::time::timeout(SLACK, stream.read(&mut buf))
-            .await
-            .expect("answered")
-            .unwrap();
-        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&answer));
-        answer.extend_from_slice(&buf[..n]);
+    loop {
+        match tokio::time::timeout(SLACK, reader.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => {
+                answer.extend_from_slice(&buf[..n]);
+                if answer.ends_with(b"}") {
+                    break;
+                }
+            }
+            Ok(_) => break,
+            Err(_) => panic!("no answer within {SLACK:?}"),
+        }
     }
-    let text = String::from_utf8_lossy(&answer);
+    drop(writing);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The review padded with blanks inside the JSON to `size` bytes.
+fn padded(uid: &str, size: usize) -> Vec<u8> {
+    let mut body = review(V1, uid, "patch-me");
+    let close = body.pop().unwrap();
+    body.resize(size - 1, b' ');
+    body.push(close);
+    body
+}
+
+#[tokio::test]
+async fn a_body_in_small_chunks_is_answered_and_one_in_one_byte_chunks_is_refused_early() {
+    let server = start().await;
+    let text = exchange(&server, chunked(&padded("chunky", 200_000), 64)).await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(text.contains("\"uid\":\"chunky\""), "{text}");
     assert!(text.contains("\"patchType\":\"JSONPatch\""), "{text}");
+
+    // A million one-byte chunks: refused after about a thousand. The
+    // server may reset the connection before the client reads the answer.
+    let started = Instant::now();
+    let text = exchange(&server, chunked(&padded("tiny", 1_000_000), 1)).await;
+    assert!(
+        text.is_empty()
+            || (text.starts_with("HTTP/1.1 400") && text.contains("too many small pieces")),
+        "{text}"
+    );
+    assert!(started.elapsed() < SLACK, "{:?}", started.elapsed());
+    let metrics = server.metrics.encode().unwrap();
+    assert_eq!(
+        sample(
+            &metrics,
+            "scion_admission_requests_total{outcome=\"invalid\"}"
+        ),
+        Some(1.0)
+    );
 }
 
 /// A mutator that blocks its thread for a while (as a CPU-heavy mutation

@@ -95,38 +95,47 @@ pub(crate) struct Drained {
     pub aborted: usize,
 }
 
+/// A burst of failed accepts ends once accepts have worked for this long.
+const BURST_QUIET: Duration = Duration::from_secs(5);
+
 /// Counts a burst of failed accepts: a warning at its first failure, an info
-/// line with the count when accepting works again.
+/// line with the count once accepting has worked for [`BURST_QUIET`]
+/// (successes in between, as descriptors free up one by one, do not end it).
 #[derive(Debug, Default)]
 struct AcceptFailures {
     count: u64,
     since: Option<std::time::Instant>,
+    last: Option<std::time::Instant>,
 }
 
 impl AcceptFailures {
     fn failed(&mut self, listener: &'static str, error: &std::io::Error) {
+        let now = std::time::Instant::now();
         self.count += 1;
+        self.last = Some(now);
         if self.since.is_none() {
-            self.since = Some(std::time::Instant::now());
+            self.since = Some(now);
             tracing::warn!(
                 listener,
                 %error,
                 backoff = ?ACCEPT_BACKOFF,
-                "accept failed; retrying, further failures are counted until an accept succeeds"
+                "accept failed; retrying, further failures are counted until accepting works again"
             );
         }
     }
 
     fn succeeded(&mut self, listener: &'static str) {
-        if let Some(since) = self.since.take() {
-            tracing::info!(
-                listener,
-                failures = self.count,
-                duration = ?since.elapsed(),
-                "accepting connections again"
-            );
-            self.count = 0;
+        let Some(since) = self.since else { return };
+        if self.last.is_some_and(|last| last.elapsed() < BURST_QUIET) {
+            return;
         }
+        tracing::info!(
+            listener,
+            failures = self.count,
+            duration = ?since.elapsed(),
+            "accepting connections again"
+        );
+        *self = AcceptFailures::default();
     }
 }
 
@@ -370,6 +379,26 @@ mod tests {
             "{family} never reached {want}: {:?}",
             sample(metrics, family)
         );
+    }
+
+    #[test]
+    fn a_burst_of_failed_accepts_ends_only_after_a_quiet_period() {
+        let mut failures = AcceptFailures::default();
+        let emfile = std::io::Error::from_raw_os_error(24);
+        assert!(out_of_resources(&emfile));
+        assert!(!out_of_resources(&std::io::Error::from(
+            std::io::ErrorKind::ConnectionAborted
+        )));
+        failures.failed("test", &emfile);
+        let started = failures.since;
+        // A success right after a failure does not end the burst...
+        failures.succeeded("test");
+        failures.failed("test", &emfile);
+        assert_eq!((failures.count, failures.since), (2, started));
+        // ...one after the quiet period does.
+        failures.last = failures.last.and_then(|t| t.checked_sub(BURST_QUIET));
+        failures.succeeded("test");
+        assert_eq!((failures.count, failures.since), (0, None));
     }
 
     #[tokio::test]

@@ -5,16 +5,17 @@
 //! case asks for) and runs them all.
 //!
 //! ```text
-//! cargo run --release --example attack -- --list            # name, server flags, open-file limit, description
+//! cargo run --release --example attack -- --list            # name|server flags|open-file limit|description
 //! cargo run --release --example attack -- --target 127.0.0.1:18443 --health 127.0.0.1:18444 \
 //!     --metrics 127.0.0.1:18445 --ca certs/ca.crt --server-pid PID CASE...
 //! ```
 //!
-//! Adding a case: write an `async fn(&Ctx) -> Report` (the helpers below
-//! open TLS and raw connections, run the background [`Monitor`] of probes
-//! and paced valid reviews, and read the server's memory and metrics), then
-//! add one [`Case`] line to [`CASES`] with the server flags it needs. The
-//! script picks it up from `--list`.
+//! Adding a case: write an `async fn(Arc<Ctx>) -> Report` (the helpers
+//! below open TLS and raw connections, start the [`Monitor`] — probes,
+//! paced valid reviews and the server's memory, measured from a child
+//! process — and read the server's metrics and log), then add one [`Case`]
+//! line to [`CASES`] with the server flags and open-file limit it needs.
+//! The script picks it up from `--list` (`name|flags|nofile|description`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;

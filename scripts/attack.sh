@@ -7,11 +7,14 @@
 # Cases (see `target/release/examples/attack --list`): silent-tls,
 # partial-preface, idle-h2, open-headers, slow-h1, idle-h1 (CONNECTIONS
 # connections of that kind, each closed within its deadline while /healthz
-# answers and paced valid reviews keep p99 < 10 ms), chunks (a review in
-# CHUNKS one-byte chunks, then four at once: peak RSS < 64 MiB), mixed (valid
-# reviews on 16 connections for DURATION s, undisturbed and with hostile
-# clients: >= 80 % of the throughput, no failure), fd-exhaustion (server
-# started with an open-file limit of 1024), in-flight (--max-requests-in-flight 16).
+# answers and paced valid reviews keep p99 < 10 ms), chunks (a CHUNKS-byte
+# review in one-byte chunks, refused early, and in 64-byte chunks, answered;
+# alone and four at once: peak RSS < 64 MiB), mixed (valid reviews on 16
+# connections for DURATION s, undisturbed and with hostile clients: >= 80 % of
+# the throughput, no failure), fd-exhaustion (server started with an
+# open-file limit of 1024: the default cap holds, no accept fails), emfile
+# (the same with --max-connections 4000: one warning per burst of failed
+# accepts), in-flight (--max-requests-in-flight 16: 429 at once).
 #
 # Environment: PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2),
 # CONNECTIONS (default 10000), OPEN_RATE (new hostile connections per second,

@@ -10,12 +10,14 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::server::{Scripted, Sender, client_config, connect, http_get, review, sample, test_config};
 use futures::future::BoxFuture;
 use hyper::StatusCode;
 use rustls_pki_types::ServerName;
 use scion::admission::{AdmissionRequest, Denial, Mutator, ReviewError, Verdict};
 use scion::server::{BoundAddrs, Metrics, Readiness, Server, ServerConfig};
+use support::server::{
+    Scripted, Sender, client_config, connect, http_get, review, sample, test_config,
+};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;

@@ -9,12 +9,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::server::{Scripted, connect, review, sample, test_config};
 use hyper::StatusCode;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use scion::server::{BoundAddrs, Metrics, Readiness, Server, ServerError};
 use scion::tls::ClientAuthConfig;
+use support::server::{Scripted, connect, review, sample, test_config};
 
 const V1: &str = "admission.k8s.io/v1";
 

@@ -186,6 +186,20 @@ const CASES: &[Case] = &[
         run: |ctx| Box::pin(fd_case(ctx, "emfile", false)),
     },
     Case {
+        name: "flags",
+        about: "a review with 50,000 flags moved, shuffled, reversed and interleaved: answered < 100 ms, peak RSS < 64 MiB",
+        server_flags: &[],
+        server_nofile: None,
+        run: |ctx| Box::pin(flags_case(ctx)),
+    },
+    Case {
+        name: "strict",
+        about: "bodies that are not valid JSON wherever the fault sits, a 6.9 MB uid, a non-object object, a duplicate request: one rule",
+        server_flags: &[],
+        server_nofile: None,
+        run: |ctx| Box::pin(strict_case(ctx)),
+    },
+    Case {
         name: "in-flight",
         about: "--max-requests-in-flight 16, 16 slow bodies then 200 requests: 429 at once",
         server_flags: &["--max-requests-in-flight", "16"],
@@ -1627,6 +1641,208 @@ async fn in_flight_case(ctx: Arc<Ctx>) -> Report {
     );
     if let Some(probes) = probes {
         probes.report(&mut report, None);
+    }
+    report
+}
+
+/// An answer to a raw review body: status, body, how long it took.
+async fn post(ctx: &Ctx, body: Vec<u8>) -> anyhow::Result<(u16, Vec<u8>, Duration)> {
+    let tcp = TcpStream::connect(ctx.args.target).await?;
+    let connector = tokio_rustls::TlsConnector::from(ctx.tls_h1.clone());
+    let tls = connector
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+    tokio::spawn(conn);
+    let started = Instant::now();
+    let request = hyper::Request::post("/controlplane")
+        .header(hyper::header::HOST, "localhost")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body)))?;
+    let answer = async {
+        let response = sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes().to_vec();
+        anyhow::Ok((status, body))
+    };
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), answer)
+        .await
+        .context("no answer within 10 s")??;
+    Ok((status, body, started.elapsed()))
+}
+
+/// The valid review with its kube-controller-manager `command` holding
+/// `flags` flags after the first, arranged by `arrange`.
+fn review_with_flags(review: &[u8], flags: usize, arrange: &str) -> Vec<u8> {
+    let mut value: serde_json::Value = serde_json::from_slice(review).expect("the review is JSON");
+    let command =
+        &mut value["request"]["object"]["spec"]["template"]["spec"]["containers"][0]["command"];
+    let mut items: Vec<serde_json::Value> = command.as_array().cloned().unwrap_or_default();
+    let head = items.remove(0);
+    let mut extra: Vec<serde_json::Value> = (0..flags)
+        .map(|i| serde_json::Value::String(format!("--flag-{i}=x")))
+        .collect();
+    match arrange {
+        // The flag the webhook moves to the end stays first.
+        "moved" => items.extend(extra),
+        "reversed" => {
+            extra.reverse();
+            items.extend(extra);
+        }
+        "shuffled" => {
+            let mut seed = 7u64;
+            for i in (1..extra.len()).rev() {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                extra.swap(i, (seed >> 33) as usize % (i + 1));
+            }
+            items = extra.into_iter().chain(items).collect();
+        }
+        // Every other flag one the webhook removes.
+        _ => {
+            items = extra
+                .into_iter()
+                .flat_map(|f| [f, serde_json::Value::String("--cloud-config=/x".into())])
+                .chain(items)
+                .collect();
+        }
+    }
+    items.insert(0, head);
+    *command = serde_json::Value::Array(items);
+    serde_json::to_vec(&value).expect("serialises")
+}
+
+/// Issue 14, item 1: the array diff is linear in time and memory. A review
+/// with 50,000 flags in each arrangement is answered in < 100 ms and the
+/// server's peak RSS stays < 64 MiB.
+async fn flags_case(ctx: Arc<Ctx>) -> Report {
+    let mut report = Report::new("flags");
+    let before = ctx.server_memory();
+    if let Some((rss, _)) = before {
+        report.figure("rss_before", mib(rss));
+    }
+    for arrange in ["moved", "shuffled", "reversed", "interleaved"] {
+        let body = review_with_flags(&ctx.review, 50_000, arrange);
+        report.figure("body_bytes", body.len());
+        let mut fastest = None::<Duration>;
+        for _ in 0..3 {
+            match post(&ctx, body.clone()).await {
+                Ok((200, answer, took)) if contains(&answer, b"\"allowed\":true") => {
+                    fastest = Some(fastest.map_or(took, |f| f.min(took)));
+                }
+                Ok((status, answer, _)) => {
+                    report.require(
+                        false,
+                        format!(
+                            "{arrange}: HTTP {status} {}",
+                            String::from_utf8_lossy(&answer[..answer.len().min(200)])
+                        ),
+                    );
+                }
+                Err(err) => report.require(false, format!("{arrange}: {err:#}")),
+            }
+        }
+        if let Some(took) = fastest {
+            report.figure(
+                match arrange {
+                    "moved" => "moved_ms",
+                    "shuffled" => "shuffled_ms",
+                    "reversed" => "reversed_ms",
+                    _ => "interleaved_ms",
+                },
+                format!("{:.1}", took.as_secs_f64() * 1000.0),
+            );
+            report.require(
+                took < Duration::from_millis(100),
+                format!("50,000 flags {arrange}: answered in {} < 100 ms", ms(took)),
+            );
+        }
+    }
+    if let Some((_, hwm)) = ctx.server_memory() {
+        report.figure("peak_rss", mib(hwm));
+        report.require(hwm < 64 * 1024, format!("peak RSS {} < 64 MiB", mib(hwm)));
+    }
+    report
+}
+
+/// Issue 14, item 5: one strictness rule. Every body that is not valid JSON
+/// is refused wherever the fault sits, duplicate keys are the last one's, a
+/// huge uid is refused without being echoed, an object that is not a JSON
+/// object is a 400 denial.
+async fn strict_case(ctx: Arc<Ctx>) -> Report {
+    let mut report = Report::new("strict");
+    let review: serde_json::Value = serde_json::from_slice(&ctx.review).expect("JSON");
+    let text = serde_json::to_string(&review).expect("serialises");
+    let with_note = |note: &[u8]| {
+        let mut body = b"{\"note\":\"".to_vec();
+        body.extend_from_slice(note);
+        body.extend_from_slice(b"\",");
+        body.extend_from_slice(&text.as_bytes()[1..]);
+        body
+    };
+    let mut huge_uid = review.clone();
+    huge_uid["request"]["uid"] = serde_json::Value::String("u".repeat(6_900_000));
+    let mut not_an_object = review.clone();
+    not_an_object["request"]["object"] = serde_json::json!("x");
+    let mut lone = text.clone();
+    lone.insert_str(lone.len() - 2, r#","oldObject":{"a":"\ud800"}"#);
+    let cases: Vec<(&str, Vec<u8>, u16, &[u8])> = vec![
+        (
+            "invalid UTF-8 in an unknown field",
+            with_note(b"\xff\xfe"),
+            400,
+            b"not valid JSON",
+        ),
+        (
+            "a lone surrogate in a skipped field",
+            with_note(br"\udc00"),
+            400,
+            b"not valid JSON",
+        ),
+        (
+            "a lone surrogate in oldObject",
+            lone.into_bytes(),
+            400,
+            b"not valid JSON",
+        ),
+        (
+            "a 6.9 MB uid",
+            serde_json::to_vec(&huge_uid).expect("serialises"),
+            400,
+            b"uid is 6900000 bytes long",
+        ),
+        (
+            "an object that is a string",
+            serde_json::to_vec(&not_an_object).expect("serialises"),
+            200,
+            b"\"code\":400",
+        ),
+        (
+            "a duplicate request (the last wins)",
+            {
+                let mut body = br#"{"request":{"uid":"first"},"#.to_vec();
+                body.extend_from_slice(&text.as_bytes()[1..]);
+                body
+            },
+            200,
+            b"\"allowed\":true",
+        ),
+    ];
+    for (what, body, want_status, want) in cases {
+        match post(&ctx, body).await {
+            Ok((status, answer, _)) => {
+                report.require(
+                    status == want_status && contains(&answer, want) && answer.len() < 4096,
+                    format!(
+                        "{what}: HTTP {status} ({} bytes) {}",
+                        answer.len(),
+                        String::from_utf8_lossy(&answer[..answer.len().min(160)])
+                    ),
+                );
+            }
+            Err(err) => report.require(false, format!("{what}: {err:#}")),
+        }
     }
     report
 }

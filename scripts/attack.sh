@@ -14,7 +14,10 @@
 # the throughput, no failure), fd-exhaustion (server started with an
 # open-file limit of 1024: the default cap holds, no accept fails), emfile
 # (the same with --max-connections 4000: one warning per burst of failed
-# accepts), in-flight (--max-requests-in-flight 16: 429 at once).
+# accepts), flags (a review with 50,000 flags in four arrangements: < 100 ms,
+# peak RSS < 64 MiB), strict (bodies that are not valid JSON wherever the fault
+# sits, a 6.9 MB uid, a non-object object, a duplicate request: one rule),
+# in-flight (--max-requests-in-flight 16: 429 at once).
 #
 # Environment: PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2),
 # CONNECTIONS (default 10000), OPEN_RATE (new hostile connections per second,

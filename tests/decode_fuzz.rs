@@ -57,61 +57,34 @@ fn load_seeds() -> Vec<Seed> {
         body: example,
         mutator,
     });
-    // The recorded OperatingSystemConfigs of every provider, with their
-    // example shoots: units, b64 kubelet configuration and sysctl text
-    // garbled like any other field.
+    // Every provider's recorded OperatingSystemConfig (units, b64 kubelet
+    // configuration and sysctl text garbled like any other field), Etcds and
+    // example `cloudprovider` Secret (stringData folded into data, as the API
+    // server hands it over), with the provider's example shoot.
     for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
-        let (objects, _) =
-            scion::state::ObjectsDir::load(root.join("examples/objects").join(provider)).unwrap();
-        let mutator = WebhookMutator::new(
-            scion::mutation::Engine::new(scion::profile::Profile::builtin(provider).unwrap()),
-            std::sync::Arc::new(objects),
-        );
-        let object: Value = serde_json::from_slice(
-            &fs::read(root.join(format!("examples/osc/{provider}-original.json"))).unwrap(),
-        )
-        .unwrap();
-        let body = serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": format!("osc-{provider}"),
-                "kind": {"group": "extensions.gardener.cloud", "version": "v1alpha1", "kind": "OperatingSystemConfig"},
-                "name": object["metadata"]["name"],
-                "namespace": object["metadata"]["namespace"],
-                "operation": "UPDATE",
-                "object": object,
-            }
-        }))
-        .unwrap();
-        seeds.push(Seed {
-            body,
-            mutator: mutator.clone(),
-        });
-        // The provider's recorded Etcds and its example `cloudprovider` Secret
-        // (stringData folded into data, as the API server hands it over).
-        let mut secret: Value = serde_saphyr::from_str(
-            &fs::read_to_string(root.join("examples/objects").join(provider).join(
-                if provider == "openstack" {
-                    "secrets.yaml"
-                } else {
-                    "secret-cloudprovider.yaml"
-                },
-            ))
-            .unwrap()
-            .split("\n---\n")
-            .next()
-            .unwrap(),
-        )
-        .unwrap();
-        scion::state::fold_string_data(&mut secret).unwrap();
-        let etcds = ["main", "events"].map(|role| {
-            serde_json::from_slice::<Value>(
-                &fs::read(root.join(format!("examples/etcd/{provider}-etcd-{role}.json"))).unwrap(),
-            )
-            .unwrap()
-        });
-        for object in std::iter::once(secret).chain(etcds) {
+        let mutator = support::mutation::example_mutator(provider);
+        let read = |path: String| -> Value {
+            serde_json::from_slice(&fs::read(root.join(path)).unwrap()).unwrap()
+        };
+        let objects = [
+            (
+                read(format!("examples/osc/{provider}-original.json")),
+                "UPDATE",
+            ),
+            (
+                support::mutation::example_cloudprovider_secret(provider),
+                "CREATE",
+            ),
+            (
+                read(format!("examples/etcd/{provider}-etcd-main.json")),
+                "CREATE",
+            ),
+            (
+                read(format!("examples/etcd/{provider}-etcd-events.json")),
+                "CREATE",
+            ),
+        ];
+        for (object, operation) in objects {
             let (group, version) = object["apiVersion"]
                 .as_str()
                 .unwrap()
@@ -125,7 +98,7 @@ fn load_seeds() -> Vec<Seed> {
                     "kind": {"group": group, "version": version, "kind": object["kind"]},
                     "name": object["metadata"]["name"],
                     "namespace": object["metadata"]["namespace"],
-                    "operation": "CREATE",
+                    "operation": operation,
                     "object": object,
                 }
             }))

@@ -292,13 +292,7 @@ fn the_recorded_examples_of_every_provider_are_mutated_once_and_stay_put() {
         ("gcp", "25Gi", "10Gi", &[][..]),
         ("openstack", "25Gi", "10Gi", &["authURL"][..]),
     ] {
-        let (objects, problems) =
-            scion::state::ObjectsDir::load(root.join("examples/objects").join(provider)).unwrap();
-        assert!(problems.is_empty(), "{problems:?}");
-        let m = WebhookMutator::new(
-            scion::mutation::Engine::new(scion::profile::Profile::builtin(provider).unwrap()),
-            std::sync::Arc::new(objects),
-        );
+        let m = support::mutation::example_mutator(provider);
         for (role, capacity, class) in [
             ("main", main_capacity, "gardener.cloud-fast"),
             ("events", events_capacity, ""),
@@ -330,16 +324,7 @@ fn the_recorded_examples_of_every_provider_are_mutated_once_and_stay_put() {
                 "{provider} {role}: a second pass"
             );
         }
-        let file = if provider == "openstack" {
-            "secrets.yaml"
-        } else {
-            "secret-cloudprovider.yaml"
-        };
-        let text = std::fs::read_to_string(root.join("examples/objects").join(provider).join(file))
-            .unwrap();
-        let mut secret: Value =
-            serde_saphyr::from_str(text.split("\n---\n").next().unwrap()).unwrap();
-        scion::state::fold_string_data(&mut secret).unwrap();
+        let secret = support::mutation::example_cloudprovider_secret(provider);
         let out = stored(&m, &secret, None).unwrap();
         let added: Vec<&str> = out["data"]
             .as_object()

@@ -139,9 +139,10 @@ fn bench(c: &mut Criterion) {
         Some(serde_json::json!({"kind": "InfrastructureConfig"}));
     let mut osc_snap = Snapshot::default();
     osc_snap.insert_shoot(shoot_osc);
+    let osc_snap: Arc<Snapshot> = Arc::new(osc_snap);
     let osc_mutator = WebhookMutator::new(
         Engine::new(Profile::builtin("aws").expect("built-in")),
-        Arc::new(osc_snap),
+        osc_snap.clone(),
     );
     assert!(
         handle(&osc_mutator, &osc).len() > 1000,
@@ -149,6 +150,15 @@ fn bench(c: &mut Criterion) {
     );
     c.bench_function("osc_admission_review_end_to_end", |b| {
         b.iter(|| handle(&osc_mutator, std::hint::black_box(&osc)))
+    });
+    // The same with the kubelet memo off: the first review of a pool's
+    // configuration (every later one with the same content hits the memo).
+    let osc_cold = WebhookMutator::new(
+        Engine::new(Profile::builtin("aws").expect("built-in")).with_kubelet_memo(0),
+        osc_snap,
+    );
+    c.bench_function("osc_admission_review_first_time", |b| {
+        b.iter(|| handle(&osc_cold, std::hint::black_box(&osc)))
     });
     // The kubelet configuration codec, the OSC's main cost: YAML in, the
     // Go struct's JSON form, YAML out.

@@ -86,6 +86,8 @@ pub struct Engine {
     etcd: EtcdConfig,
     /// What of an object the profile reads or writes.
     reach: Arc<ObjectReach>,
+    /// Kubelet configurations encoded earlier (shared by clones).
+    kubelet_memo: Arc<crate::mutation::osc::memo::KubeletMemo>,
 }
 
 /// Whether a rule applied, and why, for `--explain`.
@@ -127,7 +129,16 @@ impl Engine {
             profile: Arc::new(profile),
             sidecar_image: None,
             etcd: EtcdConfig::default(),
+            kubelet_memo: Arc::default(),
         }
+    }
+
+    /// Remember up to `capacity` encoded kubelet configurations (default
+    /// [`crate::mutation::osc::memo::DEFAULT_CAPACITY`]; 0: none, every OSC
+    /// decodes and encodes its kubelet configuration).
+    pub fn with_kubelet_memo(mut self, capacity: usize) -> Self {
+        self.kubelet_memo = Arc::new(crate::mutation::osc::memo::KubeletMemo::new(capacity));
+        self
     }
 
     /// Use `image` for every `providerSidecar` instead of the profile's.
@@ -313,6 +324,7 @@ impl Engine {
             shoot,
             objects,
             kubelet_library: self.profile.kubelet_library,
+            memo: &self.kubelet_memo,
         };
         let name = |o: &Value| {
             let meta = o.get("metadata");

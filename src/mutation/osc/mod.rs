@@ -13,7 +13,8 @@
 //! 2. the first file `/var/lib/kubelet/config/kubelet` with inline content:
 //!    decoded with its encoding ([`file`]), the KubeletConfiguration
 //!    decoded ([`kubelet`], gardenlet's block YAML on [`block`]'s fast path), `kubeletConfig` fields set, encoded
-//!    ([`yaml`]) and re-encoded with the encoding it came with;
+//!    ([`yaml`]) and re-encoded with the encoding it came with (remembered
+//!    in [`memo`] for the next time the same content comes);
 //! 3. the first file `/etc/sysctl.d/99-k8s-general.conf` with inline
 //!    content: `sysctl` lines ([`sysctl`]); an empty result leaves the file
 //!    alone;
@@ -29,6 +30,7 @@ pub mod block;
 pub mod cmdline;
 pub mod file;
 pub mod kubelet;
+pub mod memo;
 pub mod quote;
 pub mod sysctl;
 pub mod unit;
@@ -67,6 +69,8 @@ pub struct OscContext<'a> {
     pub objects: &'a Objects,
     /// The k8s.io/kubelet minor of the provider's Go extension.
     pub kubelet_library: u32,
+    /// Kubelet configurations encoded earlier.
+    pub memo: &'a memo::KubeletMemo,
 }
 
 /// The new `spec.units` and `spec.files` (`None`: unchanged) of an OSC.
@@ -216,7 +220,24 @@ fn kubelet_config(
         return Ok(());
     };
     let failed = |e: String| OscError::Failed(format!("file {KUBELET_CONFIG}: {e}"));
-    let bytes = decode_file(KUBELET_CONFIG, &encoding, &data, "kubelet configuration")?;
+    let key = memo::Key {
+        library: ctx.kubelet_library,
+        sets: actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::KubeletConfig(k) => Some(format!("{}={}\n", k.field, k.value)),
+                _ => None,
+            })
+            .collect(),
+        encoding,
+        data,
+    };
+    if let Some(encoded) = ctx.memo.get(&key) {
+        set_data(files, i, encoded);
+        return Ok(());
+    }
+    let (encoding, data) = (&key.encoding, &key.data);
+    let bytes = decode_file(KUBELET_CONFIG, encoding, data, "kubelet configuration")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| failed("could not decode kubelet configuration: not UTF-8".into()))?;
     let mut config = kubelet::decode(&text, ctx.kubelet_library)
@@ -237,8 +258,9 @@ fn kubelet_config(
         config = kubelet::normalize(&Value::Object(config), ctx.kubelet_library)
             .map_err(|e| failed(format!("could not set kubelet configuration: {}", e.0)))?;
     }
-    let encoded = file::encode(&encoding, kubelet::encode(&config).as_bytes())
+    let encoded = file::encode(encoding, kubelet::encode(&config).as_bytes())
         .map_err(|e| failed(format!("could not encode kubelet configuration: {}", e.0)))?;
+    ctx.memo.put(key.clone(), encoded.clone());
     set_data(files, i, encoded);
     Ok(())
 }

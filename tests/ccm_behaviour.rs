@@ -213,7 +213,11 @@ fn errors_name_what_is_wrong() {
     let err = render_builtin(&aws_cp(None, aws_subnets()), &old, None, None)
         .expect_err("no image")
         .to_string();
-    assert!(err.contains("ccm.images") && err.contains("1.20"), "{err}");
+    assert!(
+        err.contains("ccm.image: could not find image \"cloud-controller-manager\"")
+            && err.contains("1.20.0"),
+        "{err}"
+    );
 
     let err = render_builtin(&openstack_cp("octavia"), &shoot4, None, None)
         .expect_err("no secret")
@@ -250,6 +254,7 @@ fn image_override_wins() {
             credentials: None,
             kube_apiserver_replicas: None,
             image_override: Some("example.org/ccm:dev"),
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
         },
         &spec,
     )
@@ -344,6 +349,7 @@ fn a_profile_without_vpa_renders_no_vpa() {
             credentials: None,
             kube_apiserver_replicas: None,
             image_override: None,
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
         },
         &spec,
     )

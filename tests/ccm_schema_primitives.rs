@@ -26,7 +26,6 @@ fn errors_in_the_new_primitives_name_the_problem() {
             GCP.replace("    else: --cidr-allocator-type=RangeAllocator\n", "    otherwise: x\n"),
             "otherwise",
         ),
-        (GCP.replace("\">= 1.36\":", "\"> 1.36.q\":"), "ccm.images.> 1.36"),
         (
             GCP.replace("    workloadIdentityItems:\n    - key: credentialsConfig\n      path: credentialsConfig\n    - key: token\n      path: token\n", ""),
             "ccm.credentialsMount.workloadIdentityKey/workloadIdentityItems",
@@ -78,6 +77,7 @@ fn credentials_items_generalise_the_single_key() {
         credentials: Some(&secret),
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
     };
     assert_eq!(
         ccm::render(&input, &old).expect("old"),
@@ -96,6 +96,7 @@ fn config_annotation(spec: &scion::profile::CcmSpec) -> (String, Value) {
             credentials: Some(&secret),
             kube_apiserver_replicas: None,
             image_override: None,
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
         },
         spec,
     )
@@ -168,6 +169,7 @@ fn conditions_compose() {
                 credentials: Some(&secret),
                 kube_apiserver_replicas: None,
                 image_override: None,
+                images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
             },
             &spec,
         )

@@ -71,6 +71,7 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
         credentials: secret.as_ref(),
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
     };
     let yaml = render_text(&input, &spec, Output::Yaml).expect("yaml");
     let docs: Vec<Value> = serde_saphyr::from_multiple(&yaml).expect("yaml parses");
@@ -99,6 +100,7 @@ fn render_errors_name_the_controlplane() {
         credentials: None,
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
     };
     let err = format!(
         "{:#}",

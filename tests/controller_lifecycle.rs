@@ -181,6 +181,7 @@ async fn hibernated_shoot_waits_for_kube_apiserver_before_scaling_down() {
         credentials: Some(&aws_static_secret()),
         kube_apiserver_replicas: Some(2),
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
     };
     let objects = ccm::render(&input, &builtin_spec("aws").expect("spec"))
         .expect("renders")

@@ -30,9 +30,7 @@ pub(super) fn deployment(
     let namespace = cp.namespace();
     let secret_name = cp.spec.secret_ref.name.as_str();
     let wi = input.workload_identity;
-    let image = spec
-        .image_for(shoot.kubernetes_version(), input.render.image_override)
-        .map_err(RenderError::NoImage)?;
+    let image = super::image(input.render, &spec.image)?;
     let facts = Facts {
         cp,
         shoot,

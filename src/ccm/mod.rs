@@ -15,7 +15,7 @@ pub use args::uses_workload_identity;
 pub use objects::{DESIRED_HASH_ANNOTATION, desired_hash};
 
 use crate::gardener::{ControlPlane, Gvk, ObjectData, ShootContext};
-use crate::profile::{CcmSpec, ConditionError};
+use crate::profile::{CcmSpec, ConditionError, FindOptions, ImageVector};
 
 /// Name of the CCM Deployment, Service and PodDisruptionBudget.
 pub const CCM_NAME: &str = "cloud-controller-manager";
@@ -23,7 +23,7 @@ pub const CCM_NAME: &str = "cloud-controller-manager";
 /// Why rendering failed. Messages name the object and the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {
-    #[error("ccm.images: {0}")]
+    #[error("ccm.image: {0}; set an image override or add the image to the image vector")]
     NoImage(String),
     #[error(transparent)]
     Condition(#[from] ConditionError),
@@ -64,8 +64,11 @@ pub struct RenderInput<'a> {
     /// `spec.replicas` of Deployment `kube-apiserver`, read only when hibernation
     /// is enabled; `None` (absent) counts as scaled down.
     pub kube_apiserver_replicas: Option<i32>,
-    /// Image override (flag/env); wins over the per-minor image of the spec.
+    /// Image override (flag/env); wins over the image vector.
     pub image_override: Option<&'a str>,
+    /// The image vector the profile's image names resolve in (by the shoot's
+    /// Kubernetes version).
+    pub images: &'a ImageVector,
 }
 
 /// One object scion owns, ready for server-side apply.
@@ -115,6 +118,22 @@ pub struct Rendered {
     /// Hibernation is enabled but kube-apiserver still runs: keep the CCM and
     /// reconcile again shortly (Gardener's requeue after 2 s).
     pub requeue: bool,
+}
+
+/// The CCM image: the override, else the vector's image of `name` for the
+/// shoot's Kubernetes version.
+pub(crate) fn image(input: &RenderInput<'_>, name: &str) -> Result<String, RenderError> {
+    if let Some(image) = input.image_override {
+        return Ok(image.to_string());
+    }
+    let opts = FindOptions {
+        target_version: Some(input.shoot.kubernetes_version()),
+        ..Default::default()
+    };
+    input
+        .images
+        .find(name, &opts)
+        .map_err(|e| RenderError::NoImage(e.to_string()))
 }
 
 /// Render every object of the CCM for `input` according to `spec`.

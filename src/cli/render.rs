@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
-use crate::profile::{CcmSpec, Profile};
+use crate::profile::{CcmSpec, ImageVector, Profile};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
@@ -28,7 +28,7 @@ pub struct RenderArgs {
     /// Output format.
     #[arg(long, env = "SCION_OUTPUT", value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
-    /// CCM image, overriding the per-minor image of the profile.
+    /// CCM image, overriding the image vector.
     #[arg(long, env = "SCION_CCM_IMAGE")]
     pub ccm_image: Option<String>,
     /// spec.replicas of kube-apiserver for hibernated shoots (absent = scaled down).
@@ -58,6 +58,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
     let profile = Profile::builtin(&args.provider)?;
     let spec = profile.ccm()?;
+    let images = ImageVector::builtin_with_env_overwrite(&args.provider)?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
@@ -65,6 +66,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             credentials: credentials.as_ref(),
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
+            images: &images,
         },
         spec,
         args.output,

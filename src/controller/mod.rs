@@ -22,7 +22,7 @@ pub use operation::{FINALIZER, OPERATION_ANNOTATION, OperationType};
 pub use reconcile::{error_policy, reconcile, run};
 
 use crate::ccm::RenderError;
-use crate::profile::CcmSpec;
+use crate::profile::{CcmSpec, ImageVector};
 use crate::state::{StateError, StateSource};
 
 /// Gardener's `DefaultReconciliationTimeout`.
@@ -40,8 +40,10 @@ pub struct Context {
     pub spec: Arc<CcmSpec>,
     /// Extension classes served (`spec.class`, unset = `shoot`).
     pub classes: Vec<String>,
-    /// CCM image override (wins over the per-minor images).
+    /// CCM image override (wins over the image vector).
     pub image_override: Option<String>,
+    /// The image vector the CCM image name resolves in.
+    pub images: Arc<ImageVector>,
     /// Upper bound of one reconcile.
     pub timeout: Duration,
     /// How long to wait in total for the deleted objects to disappear, and how often to look.
@@ -78,10 +80,12 @@ impl Context {
         provider: impl Into<String>,
         spec: Arc<CcmSpec>,
     ) -> Self {
+        let provider = provider.into();
         Self {
             client,
             state,
-            provider: provider.into(),
+            images: Arc::new(ImageVector::builtin(&provider)),
+            provider,
             spec,
             classes: vec!["shoot".to_string()],
             image_override: None,

@@ -170,6 +170,7 @@ async fn apply_desired(
             credentials: credentials.as_ref(),
             kube_apiserver_replicas,
             image_override: ctx.image_override.as_deref(),
+            images: &ctx.images,
         },
         &ctx.spec,
     )?;

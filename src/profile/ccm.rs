@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::condition::Invalid;
-use super::version::VersionRange;
 
 pub use super::ccm_entries::{Arg, ArgBuiltin, Env, EnvBuiltin, EnvField};
 pub use super::ccm_parts::{
@@ -27,9 +26,9 @@ pub struct CcmSpec {
     /// ENTRYPOINT and the args go to `args` instead of `command`.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Image per Kubernetes version range (`"1.33.x"`, `">= 1.36"`, `"*"`); the
-    /// most specific matching range wins.
-    pub images: BTreeMap<String, String>,
+    /// Name of the CCM image in the image vector (`cloud-controller-manager`);
+    /// the vector chooses the tag by the shoot's Kubernetes version.
+    pub image: String,
     /// Arguments in order: literal strings or `{builtin: <name>}`.
     pub args: Vec<Arg>,
     /// Environment variables in order.
@@ -98,21 +97,11 @@ impl CcmSpec {
         if self.container_name.trim().is_empty() {
             return Err(invalid("containerName", "must not be empty".into()));
         }
-        if self.images.is_empty() {
-            return Err(invalid("images", "needs at least one version range".into()));
-        }
-        for (minor, image) in &self.images {
-            if let Err(e) = VersionRange::parse(minor) {
-                return Err(invalid(
-                    &format!("images.{minor}"),
-                    format!(
-                        "key must be a version range like \"1.33.x\", \">= 1.36\" or \"*\": {e}"
-                    ),
-                ));
-            }
-            if image.trim().is_empty() {
-                return Err(invalid(&format!("images.{minor}"), "image is empty".into()));
-            }
+        if self.image.trim().is_empty() {
+            return Err(invalid(
+                "image",
+                "must name an image of the image vector, e.g. cloud-controller-manager".into(),
+            ));
         }
         for (i, arg) in self.args.iter().enumerate() {
             if let Arg::Literal(s) = arg
@@ -194,6 +183,11 @@ impl CcmSpec {
         Ok(())
     }
 
+    /// The image-vector names the section uses.
+    pub fn image_names(&self) -> Vec<&str> {
+        vec![self.image.as_str()]
+    }
+
     fn validate_checksum(&self) -> Result<(), Invalid> {
         let checksum = &self.cloud_config.checksum;
         let invalid = |reason: String| ("ccm.cloudConfig.checksum.manifest".to_string(), reason);
@@ -224,36 +218,5 @@ impl CcmSpec {
             )),
             (_, None) => Ok(()),
         }
-    }
-
-    /// The image for the shoot's Kubernetes version, or the override when
-    /// given: among the `images` keys whose range holds the version, the most
-    /// specific ([`VersionRange::specificity`]).
-    pub fn image_for(
-        &self,
-        version: &semver::Version,
-        image_override: Option<&str>,
-    ) -> Result<String, String> {
-        if let Some(image) = image_override {
-            return Ok(image.to_string());
-        }
-        self.images
-            .iter()
-            .filter_map(|(key, image)| {
-                let range = VersionRange::parse(key).ok()?;
-                range
-                    .contains(version)
-                    .then(|| (range.specificity(), image))
-            })
-            .max_by_key(|(specificity, _)| *specificity)
-            .map(|(_, image)| image.clone())
-            .ok_or_else(|| {
-                format!(
-                    "no image for Kubernetes {}.{} (known: {}); set an image override",
-                    version.major,
-                    version.minor,
-                    self.images.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })
     }
 }

@@ -22,7 +22,7 @@ use crate::admission::Mutator;
 use crate::deploy::Extension;
 use crate::mutation::{Engine, WebhookMutator};
 use crate::profile::BUILTIN_PROVIDERS;
-use crate::profile::Profile;
+use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
 use components::LeaderWork;
@@ -75,7 +75,7 @@ pub struct ServeArgs {
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
     pub register_webhook: bool,
-    /// Image of the machine-controller-manager provider sidecar (overrides the profile's).
+    /// Image of the machine-controller-manager provider sidecar (beats the image vector).
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
     pub mcm_provider_image: Option<String>,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
@@ -153,10 +153,21 @@ fn load_profile(args: &ServeArgs) -> anyhow::Result<Profile> {
 fn build_mutator(
     args: &ServeArgs,
     profile: Profile,
+    images: &ImageVector,
     state: Arc<dyn StateSource>,
-) -> Arc<dyn Mutator> {
-    let engine = Engine::new(profile).with_sidecar_image(args.mcm_provider_image.clone());
-    Arc::new(WebhookMutator::new(engine, state))
+) -> anyhow::Result<Arc<dyn Mutator>> {
+    let engine = Engine::new(profile)
+        .with_image_vector(images)
+        .with_sidecar_image(args.mcm_provider_image.clone());
+    let unresolved = engine.unresolved_images();
+    if !unresolved.is_empty() {
+        anyhow::bail!(
+            "the profile names images the image vector does not have: {} (add them with {} or pass --mcm-provider-image)",
+            unresolved.join(", "),
+            crate::profile::imagevector::OVERWRITE_ENV
+        );
+    }
+    Ok(Arc::new(WebhookMutator::new(engine, state)))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
@@ -234,6 +245,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = load_profile(&args)?;
+    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
     let leader = leader_work(&args, &profile, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
@@ -243,7 +255,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         })
     });
-    let mutator = build_mutator(&args, profile, choice.state.clone());
+    let mutator = build_mutator(&args, profile, &images, choice.state.clone())?;
     server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
     if let Some(leader) = leader {
         // The lease is released once the leader work has seen the shutdown.

@@ -164,6 +164,7 @@ pub fn desired(cp: &ControlPlane, shoot: &ShootContext) -> Vec<ccm::DesiredObjec
         credentials: Some(&aws_static_secret()),
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
     };
     ccm::render(&input, &builtin_spec("aws").expect("spec"))
         .expect("renders")

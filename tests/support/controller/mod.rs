@@ -190,6 +190,7 @@ pub fn render_builtin(
             credentials: secret,
             kube_apiserver_replicas,
             image_override: None,
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
         },
         &spec,
     )

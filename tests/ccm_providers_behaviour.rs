@@ -79,7 +79,7 @@ fn every_builtin_ccm_section_loads_validates_and_has_images() {
         let spec = builtin_spec(provider).unwrap_or_else(|e| panic!("{provider}: {e}"));
         spec.validate()
             .unwrap_or_else(|(field, e)| panic!("{provider}: {field}: {e}"));
-        for minor in [32, 33, 34] {
+        for minor in [32, 33, 34, 35, 36] {
             let image =
                 find(provider, minor).unwrap_or_else(|e| panic!("{provider} 1.{minor}: {e}"));
             assert!(image.contains(':'), "{provider}: {image}");

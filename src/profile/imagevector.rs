@@ -634,7 +634,7 @@ images:
             } else {
                 "cloud-controller-manager"
             };
-            for minor in 32..=34 {
+            for minor in 32..=36 {
                 let version = v(&format!("1.{minor}.0"));
                 vector
                     .find(ccm, &target(&version))

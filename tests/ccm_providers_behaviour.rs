@@ -29,8 +29,8 @@ fn flags(r: &Rendered) -> Vec<String> {
 fn config_text(r: &Rendered) -> String {
     use base64::Engine as _;
     let obj = r
-        .objects
-        .iter()
+        .all()
+        .into_iter()
         .find(|o| o.name == "cloud-provider-config")
         .expect("config object");
     let value = obj.object["data"]["cloudprovider.conf"]

@@ -78,6 +78,7 @@ fn credentials_items_generalise_the_single_key() {
         kube_apiserver_replicas: None,
         image_override: None,
         images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+        server_secret: Some(SERVER_SECRET),
     };
     assert_eq!(
         ccm::render(&input, &old).expect("old"),
@@ -97,18 +98,19 @@ fn config_annotation(spec: &scion::profile::CcmSpec) -> (String, Value) {
             kube_apiserver_replicas: None,
             image_override: None,
             images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+            server_secret: Some(SERVER_SECRET),
         },
         spec,
     )
     .expect("renders");
     let dep = r
-        .objects
-        .iter()
+        .all()
+        .into_iter()
         .find(|o| o.kind == "Deployment")
         .expect("deployment");
     let cm = r
-        .objects
-        .iter()
+        .all()
+        .into_iter()
         .find(|o| o.kind == "ConfigMap")
         .expect("configmap");
     (
@@ -170,13 +172,14 @@ fn conditions_compose() {
                 kube_apiserver_replicas: None,
                 image_override: None,
                 images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+                server_secret: Some(SERVER_SECRET),
             },
             &spec,
         )
         .expect("renders");
         let dep = r
-            .objects
-            .iter()
+            .all()
+            .into_iter()
             .find(|o| o.kind == "Deployment")
             .expect("d");
         serde_json::from_value(

@@ -134,6 +134,9 @@ pub const PROMETHEUS_RULE: Gvk = gvk(
     "prometheusrules",
 );
 
+/// The Lease an extension renews so gardenlet trusts its health reports.
+pub const HEARTBEAT_LEASE_NAME: &str = "gardener-extension-heartbeat";
+
 /// Kinds without a namespace that a ManagedResource may carry into a shoot;
 /// every other kind is namespaced.
 pub const CLUSTER_SCOPED_KINDS: &[&str] = &[

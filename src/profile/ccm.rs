@@ -10,10 +10,11 @@ use serde::Deserialize;
 use super::condition::Invalid;
 
 pub use super::ccm_entries::{Arg, ArgBuiltin, Env, EnvBuiltin, EnvField};
+pub use super::ccm_objects::{CcmObject, ObjectBuiltin, ObjectSource};
 pub use super::ccm_parts::{
     ChecksumAlgorithm, CloudConfig, CloudConfigFormat, CloudConfigKind, ConfigChecksum,
-    CredentialsMount, HostPathMount, KeyToPath, Probe, Resources, SecurityContext, Vpa,
-    WorkloadIdentityDetection,
+    ConfigDelivery, CredentialsMount, HostPathMount, KeyToPath, Probe, Resources, SecurityContext,
+    Vpa, WorkloadIdentityDetection,
 };
 
 /// The CCM description of one provider (`ccm:` in the provider profile).
@@ -56,8 +57,11 @@ pub struct CcmSpec {
     /// How the credentials Secret is mounted; absent when credentials go into the config.
     #[serde(default)]
     pub credentials_mount: Option<CredentialsMount>,
-    /// Name of the Secret with the CCM's serving certificate (`tls.crt`/`tls.key`);
-    /// absent means no `--tls-*-file` flags and the CCM serves a self-signed certificate.
+    /// Name of the secrets-manager config of the CCM's serving certificate
+    /// (`cloud-controller-manager-server`; also the volume's name). The
+    /// controller generates the certificate, signed by the control-plane CA,
+    /// and mounts the Secret it lands in. Absent means no `--tls-*-file` flags
+    /// and the CCM serves a self-signed certificate (Alicloud).
     #[serde(default)]
     pub serving_secret: Option<String>,
     /// Read-only host path mounts (private CA bundles).
@@ -73,6 +77,19 @@ pub struct CcmSpec {
     /// How workload identity is recognised (mount side, env, config variant).
     #[serde(default)]
     pub workload_identity: WorkloadIdentityDetection,
+    /// Further objects of the configuration ManagedResource
+    /// (`extension-controlplane-configuration-seed`), in the shoot namespace.
+    #[serde(default)]
+    pub config_objects: Vec<CcmObject>,
+    /// Further objects of the seed ManagedResource (`extension-controlplane-seed`),
+    /// in the shoot namespace: ServiceMonitor, PrometheusRule, NetworkPolicies.
+    #[serde(default)]
+    pub seed_objects: Vec<CcmObject>,
+    /// Objects of the shoot ManagedResource (`extension-controlplane-shoot`),
+    /// applied into the shoot: RBAC, DaemonSets. Namespaced kinds without a
+    /// namespace land in `kube-system`.
+    #[serde(default)]
+    pub shoot_objects: Vec<CcmObject>,
 }
 
 fn default_true() -> bool {
@@ -183,9 +200,19 @@ impl CcmSpec {
         Ok(())
     }
 
-    /// The image-vector names the section uses.
+    /// The image-vector names the section uses: the CCM's, then those of the
+    /// objects' `{{image:<name>}}` placeholders.
     pub fn image_names(&self) -> Vec<&str> {
-        vec![self.image.as_str()]
+        let mut names = vec![self.image.as_str()];
+        for object in self
+            .config_objects
+            .iter()
+            .chain(&self.seed_objects)
+            .chain(&self.shoot_objects)
+        {
+            names.extend(object.image_names());
+        }
+        names
     }
 
     fn validate_checksum(&self) -> Result<(), Invalid> {

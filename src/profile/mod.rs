@@ -10,7 +10,7 @@
 //! | `targets.rs` | the components rules apply to ([`TARGETS`]) and where actions write ([`Place`], [`Action::touches`]) |
 //! | `condition.rs` | the condition language ([`Condition`], evaluated over [`Facts`]) |
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
-//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs` | the `ccm:` section ([`CcmSpec`]) |
+//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs`, `ccm_objects.rs` | the `ccm:` section ([`CcmSpec`]) and its extra objects |
 //! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]); `builtin/imagevector/<provider>.yaml` are the built-in ones |
 //! | `validate.rs` | the checks serde cannot make |
 //!
@@ -20,6 +20,7 @@
 mod actions;
 pub mod ccm;
 mod ccm_entries;
+mod ccm_objects;
 mod ccm_parts;
 mod condition;
 pub mod imagevector;

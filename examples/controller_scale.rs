@@ -81,15 +81,7 @@ async fn serve_fake(n: usize) -> anyhow::Result<()> {
     let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
         let api = api.clone();
         async move {
-            let method = req.method().as_str().to_string();
-            let path = req.uri().path().to_string();
-            let query = req.uri().query().unwrap_or_default().to_string();
-            let content_type = req
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_string();
+            let (method, path, query, content_type) = support::fake::request_parts(&req);
             let bytes = axum::body::to_bytes(req.into_body(), 64 << 20)
                 .await
                 .unwrap_or_default();
@@ -121,7 +113,9 @@ async fn serve_fake(n: usize) -> anyhow::Result<()> {
             axum::response::Response::builder()
                 .status(code)
                 .header("content-type", "application/json")
-                .body(axum::body::Body::from(serde_json::to_vec(&body).unwrap_or_default()))
+                .body(axum::body::Body::from(
+                    serde_json::to_vec(&body).unwrap_or_default(),
+                ))
                 .expect("response")
         }
     });
@@ -131,7 +125,11 @@ async fn serve_fake(n: usize) -> anyhow::Result<()> {
     // Serve until the driver closes our stdin.
     let stdin_closed = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
-        while std::io::stdin().read_line(&mut line).map(|n| n > 0).unwrap_or(false) {}
+        while std::io::stdin()
+            .read_line(&mut line)
+            .map(|n| n > 0)
+            .unwrap_or(false)
+        {}
     });
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
@@ -161,7 +159,10 @@ mod reqwestless {
 
 /// Reconcile every ControlPlane the API lists, `concurrency` at a time;
 /// returns the seconds it took.
-async fn reconcile_all(ctx: &Arc<ControlPlaneReconciler>, concurrency: usize) -> anyhow::Result<f64> {
+async fn reconcile_all(
+    ctx: &Arc<ControlPlaneReconciler>,
+    concurrency: usize,
+) -> anyhow::Result<f64> {
     let list = Api::<ControlPlane>::all(ctx.client.clone())
         .list(&ListParams::default())
         .await?;

@@ -56,13 +56,21 @@ fn finds_the_controlplane_and_its_cluster_among_multi_document_files() {
     );
 }
 
-#[test]
-fn yaml_and_json_outputs_carry_the_same_objects() {
+/// The aws example's inputs as `render` reads them from the state.
+fn aws_inputs() -> (
+    scion::gardener::ControlPlane,
+    scion::gardener::ShootContext,
+    Option<scion::gardener::ObjectData>,
+) {
     let mut snapshot = Snapshot::default();
     snapshot.insert_shoot(shoot(&["IPv4"], false));
     snapshot.insert_object(NS, "cloudprovider", aws_static_secret());
-    let (cp, shoot, secret) =
-        inputs_from_state(&snapshot, aws_cp(None, aws_subnets())).expect("inputs");
+    inputs_from_state(&snapshot, aws_cp(None, aws_subnets())).expect("inputs")
+}
+
+#[test]
+fn yaml_and_json_outputs_carry_the_same_objects() {
+    let (cp, shoot, secret) = aws_inputs();
     assert_eq!(secret, Some(aws_static_secret()));
     let spec = builtin_spec("aws").expect("spec");
     let input = RenderInput {
@@ -95,11 +103,7 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
 /// bundles the controller writes.
 #[test]
 fn managed_resources_output_is_the_controllers_bundles() {
-    let mut snapshot = Snapshot::default();
-    snapshot.insert_shoot(shoot(&["IPv4"], false));
-    snapshot.insert_object(NS, "cloudprovider", aws_static_secret());
-    let (cp, shoot, secret) =
-        inputs_from_state(&snapshot, aws_cp(None, aws_subnets())).expect("inputs");
+    let (cp, shoot, secret) = aws_inputs();
     let spec = builtin_spec("aws").expect("spec");
     let input = RenderInput {
         cp: &cp,

@@ -89,6 +89,18 @@ impl Parsed {
     }
 }
 
+/// The API server's 404 for `name` of the parsed resource.
+fn not_found(parsed: &Parsed, name: &str) -> (u16, Value) {
+    (
+        404,
+        status(
+            404,
+            "NotFound",
+            &format!("{} {name:?} not found", parsed.plural),
+        ),
+    )
+}
+
 fn status(code: u16, reason: &str, message: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
            "reason": reason, "code": code, "message": message})
@@ -356,14 +368,7 @@ impl FakeApi {
                 }
                 match self.objects.get(&key) {
                     Some(o) => (200, o.clone()),
-                    None => (
-                        404,
-                        status(
-                            404,
-                            "NotFound",
-                            &format!("{} {name:?} not found", parsed.plural),
-                        ),
-                    ),
+                    None => not_found(&parsed, name),
                 }
             }
             ("POST", None) => {
@@ -428,14 +433,7 @@ impl FakeApi {
             ("PATCH", Some(name)) => {
                 let key = parsed.object(name);
                 let Some(old) = self.objects.get(&key).cloned() else {
-                    return (
-                        404,
-                        status(
-                            404,
-                            "NotFound",
-                            &format!("{} {name:?} not found", parsed.plural),
-                        ),
-                    );
+                    return not_found(&parsed, name);
                 };
                 let mut object = old.clone();
                 if content_type.contains("json-patch") {
@@ -506,14 +504,7 @@ impl FakeApi {
             ("DELETE", Some(name)) => {
                 let key = parsed.object(name);
                 let Some(mut object) = self.objects.get(&key).cloned() else {
-                    return (
-                        404,
-                        status(
-                            404,
-                            "NotFound",
-                            &format!("{} {name:?} not found", parsed.plural),
-                        ),
-                    );
+                    return not_found(&parsed, name);
                 };
                 let has_finalizers = object["metadata"]["finalizers"]
                     .as_array()
@@ -553,6 +544,22 @@ fn created_at(rv: u64) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Method, path, query and content type of a request, as [`FakeApi::handle`] takes them.
+pub fn request_parts<B>(req: &Request<B>) -> (String, String, String, String) {
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (
+        req.method().as_str().to_string(),
+        req.uri().path().to_string(),
+        req.uri().query().unwrap_or_default().to_string(),
+        content_type,
+    )
+}
+
 /// Serve `fake` on a tower_test handle until the client side is dropped.
 pub fn serve(
     fake: Arc<Mutex<FakeApi>>,
@@ -560,15 +567,7 @@ pub fn serve(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         while let Some((req, send)) = handle.next_request().await {
-            let method = req.method().as_str().to_string();
-            let path = req.uri().path().to_string();
-            let query = req.uri().query().unwrap_or_default().to_string();
-            let content_type = req
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_string();
+            let (method, path, query, content_type) = request_parts(&req);
             let bytes = req.into_body().collect_bytes().await.unwrap_or_default();
             let (code, reply) =
                 fake.lock()

@@ -19,6 +19,7 @@ use scion::gardener::view::Strings;
 use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
 use scion::state::Snapshot;
+use serde::Deserialize as _;
 
 const RECORDED: &[u8] = include_bytes!(
     "../tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
@@ -94,6 +95,28 @@ fn bench(c: &mut Criterion) {
     // the body into a serde_json::Value and nothing else.
     c.bench_function("part_floor_json_value_parse", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(std::hint::black_box(review)))
+    });
+    // What the reach buys: the same review decoded with its whole object.
+    c.bench_function("part_parse_review_whole_object", |b| {
+        b.iter(|| scion::decode::whole(std::hint::black_box(review)))
+    });
+    // What scion's JSON reader buys: skipping `oldObject` (text no rule reads)
+    // with it and with serde_json.
+    let old_object = {
+        let value: serde_json::Value = serde_json::from_slice(review).expect("JSON");
+        serde_json::to_string(&value["request"]["oldObject"]).expect("serialises")
+    };
+    c.bench_function("part_skip_old_object_scion_reader", |b| {
+        b.iter(|| {
+            let mut de = scion::decode::json::Deserializer::new(std::hint::black_box(&old_object));
+            serde::de::IgnoredAny::deserialize(&mut de).expect("skips")
+        })
+    });
+    c.bench_function("part_skip_old_object_serde_json", |b| {
+        b.iter(|| {
+            serde_json::from_str::<serde::de::IgnoredAny>(std::hint::black_box(&old_object))
+                .expect("skips")
+        })
     });
     c.bench_function("part_parse_review", |b| {
         b.iter(|| mutator.decode(std::hint::black_box(review)))

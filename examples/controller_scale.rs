@@ -35,6 +35,10 @@ use scion::state::Snapshot;
 use serde_json::{Value, json};
 use support::fake::FakeApi;
 
+/// The allocator of the `scion` binary, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 struct Args {
     /// Number of ControlPlanes (one shoot namespace each).

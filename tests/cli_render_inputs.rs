@@ -59,7 +59,7 @@ fn finds_the_controlplane_and_its_cluster_among_multi_document_files() {
 /// The aws example's inputs as `render` reads them from the state.
 fn aws_inputs() -> (
     scion::gardener::ControlPlane,
-    scion::gardener::ShootContext,
+    std::sync::Arc<scion::gardener::ShootContext>,
     Option<scion::gardener::ObjectData>,
 ) {
     let mut snapshot = Snapshot::default();

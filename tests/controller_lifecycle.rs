@@ -420,3 +420,29 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
             .is_none()
     );
 }
+
+/// Gardener does not wait for the shoot webhooks ManagedResource while
+/// hibernation is enabled (no shoot kube-apiserver to delete them from).
+#[tokio::test]
+async fn a_hibernated_shoot_does_not_wait_for_its_shoot_webhooks() {
+    let shoot = shoot(&["IPv4"], true);
+    let f = fake_with(state(shoot), "aws", None, |r| {
+        r.actuator.delete_wait = Duration::from_millis(20);
+    });
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    f.api
+        .lock()
+        .unwrap()
+        .insert(json!({"apiVersion": "resources.gardener.cloud/v1alpha1",
+        "kind": "ManagedResource",
+        "metadata": {"name": "extension-controlplane-shoot-webhooks", "namespace": NS,
+            "finalizers": ["resources.gardener.cloud/gardener-resource-manager"]},
+        "spec": {"secretRefs": []}}));
+    deleting(&f);
+    f.reconcile_stored()
+        .await
+        .expect("deletes without waiting for the webhooks");
+    assert!(f.get(CP_PATH).is_none());
+}

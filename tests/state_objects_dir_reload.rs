@@ -80,3 +80,86 @@ async fn changes_are_picked_up_live() {
     .await;
     watch.abort();
 }
+
+/// The directory itself replaced (renamed away, created again) or removed:
+/// an inotify watch follows the old inode, so the root is checked too. While
+/// it is missing the last state stays and the source is not synced (/readyz
+/// fails); once it is back, its content is read and watched again.
+#[tokio::test]
+async fn a_replaced_or_missing_root_is_noticed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("objects");
+    write(&d, "one.yaml", &cluster_yaml("shoot--root--one", "1.32.0"));
+    let (dir, _) = ObjectsDir::load(&d).unwrap();
+    let watch = dir
+        .watch_checking_every(Duration::from_millis(50), Duration::from_millis(100))
+        .unwrap();
+    assert!(dir.is_synced());
+
+    // Renamed away: not ready, the last state is kept.
+    std::fs::rename(&d, tmp.path().join("old")).unwrap();
+    eventually("missing root is not synced", || !dir.is_synced()).await;
+    assert!(
+        dir.shoot("shoot--root--one").is_ok(),
+        "the last state stays"
+    );
+    assert!(
+        dir.problems().iter().any(|p| p.message.contains("missing")),
+        "{:?}",
+        dir.problems()
+    );
+
+    // Created again with other content: read, ready, and watched.
+    write(&d, "two.yaml", &cluster_yaml("shoot--root--two", "1.33.0"));
+    eventually("new root is read", || {
+        dir.is_synced()
+            && dir.shoot("shoot--root--two").is_ok()
+            && dir.shoot("shoot--root--one").is_err()
+    })
+    .await;
+    write(
+        &d,
+        "three.yaml",
+        &cluster_yaml("shoot--root--three", "1.33.0"),
+    );
+    eventually("changes in the new root are picked up", || {
+        dir.shoot("shoot--root--three").is_ok()
+    })
+    .await;
+    watch.abort();
+}
+
+/// A file over the size budget is reported and not read; its previous
+/// content stays (as for a file that does not parse).
+#[tokio::test]
+async fn files_over_the_budget_are_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_path_buf();
+    let cluster = cluster_yaml("shoot--big--one", "1.32.0");
+    write(&d, "one.yaml", &cluster);
+    let budget = cluster.len() as u64 + 100;
+    let (dir, problems) = ObjectsDir::load_with_limit(&d, budget).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    write(&d, "one.yaml", &format!("{cluster}# {}\n", "x".repeat(200)));
+    write(
+        &d,
+        "big.json",
+        &format!("{{\"padding\":\"{}\"}}", "x".repeat(budget as usize)),
+    );
+    dir.reload();
+    let problems = dir.problems();
+    for name in ["one.yaml", "big.json"] {
+        let p = problems
+            .iter()
+            .find(|p| p.path.ends_with(name))
+            .unwrap_or_else(|| panic!("{name} not reported: {problems:?}"));
+        assert!(
+            p.message.contains(&format!("files over {budget} bytes")),
+            "{p}"
+        );
+    }
+    assert!(
+        dir.shoot("shoot--big--one").is_ok(),
+        "previous content kept"
+    );
+}

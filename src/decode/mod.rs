@@ -25,7 +25,7 @@
 //! same patch as the whole one.
 
 pub mod footprint;
-mod json;
+pub mod json;
 pub mod object_reach;
 pub mod reach;
 mod request;
@@ -90,7 +90,7 @@ fn decode(body: &[u8], reach: &ObjectReach) -> Result<AdmissionRequest, ReviewEr
     // duplicate field of the request, which may have chosen the object's
     // reach by a kind that a later one overrides, included) takes the checked
     // path below, which parses with serde_json and names what is wrong.
-    let mut de = json::Deserializer::from_str(text);
+    let mut de = json::Deserializer::new(text);
     if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
         && de.end().is_ok()
         && let Some(version) = review.api_version.as_deref().and_then(ReviewVersion::of)

@@ -419,54 +419,20 @@ impl<'de> DeserializeSeed<'de> for ClusterSpecSeed {
     type Value = DecodedSpec;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<DecodedSpec, D::Error> {
-        d.deserialize_any(self)
+        d.deserialize_any(PartsVisitor).map(DecodedSpec)
     }
 }
 
-/// The scalar visit methods of [`ClusterSpecSeed`]: "expected an object".
-macro_rules! view_scalars_spec {
-    () => {
-        fn visit_bool<E>(self, _: bool) -> Result<DecodedSpec, E> {
-            Ok(DecodedSpec(Err(Problem::mismatch(
-                "an object",
-                Found::Boolean,
-            ))))
-        }
-        fn visit_i64<E>(self, v: i64) -> Result<DecodedSpec, E> {
-            Ok(DecodedSpec(Err(Problem::mismatch(
-                "an object",
-                Found::Number(v.into()),
-            ))))
-        }
-        fn visit_u64<E>(self, v: u64) -> Result<DecodedSpec, E> {
-            Ok(DecodedSpec(Err(Problem::mismatch(
-                "an object",
-                Found::Number(v.into()),
-            ))))
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<DecodedSpec, E> {
-            Ok(DecodedSpec(Err(Problem::mismatch(
-                "an object",
-                Found::Nothing,
-            ))))
-        }
-        fn visit_str<E>(self, _: &str) -> Result<DecodedSpec, E> {
-            Ok(DecodedSpec(Err(Problem::mismatch(
-                "an object",
-                Found::String,
-            ))))
-        }
-    };
-}
+struct PartsVisitor;
 
-impl<'de> Visitor<'de> for ClusterSpecSeed {
-    type Value = DecodedSpec;
+impl<'de> Visitor<'de> for PartsVisitor {
+    type Value = Checked<Parts>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a Cluster spec")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DecodedSpec, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut parts = SpecParts::default();
         while let Some(key) = map.next_key_seed(KeyOf(&SpecParts::KEYS))? {
             match key {
@@ -476,30 +442,27 @@ impl<'de> Visitor<'de> for ClusterSpecSeed {
                 }
             }
         }
-        Ok(parts.finish())
+        Ok(parts.finish().0)
     }
 
-    fn visit_unit<E>(self) -> Result<DecodedSpec, E> {
-        Ok(SpecParts::default().finish())
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(SpecParts::default().finish().0)
     }
 
-    fn visit_none<E>(self) -> Result<DecodedSpec, E> {
-        Ok(SpecParts::default().finish())
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(SpecParts::default().finish().0)
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<DecodedSpec, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<DecodedSpec, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         skip_seq(seq)?;
-        Ok(DecodedSpec(Err(Problem::mismatch(
-            "an object",
-            Found::List,
-        ))))
+        Ok(Err(Problem::mismatch("an object", Found::List)))
     }
 
-    view_scalars_spec!();
+    super::view::view_scalars!();
 }
 
 impl ShootContext {

@@ -224,7 +224,8 @@ fn align(a: &[Value], b: &[Value]) -> Option<Vec<Step>> {
     align_within(a, b, LIMITS)
 }
 
-fn align_within(a: &[Value], b: &[Value], limits: Limits) -> Option<Vec<Step>> {
+/// The lengths of the common prefix and of the common suffix (after it).
+fn common_ends(a: &[Value], b: &[Value]) -> (usize, usize) {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let suffix = a[prefix..]
         .iter()
@@ -232,6 +233,11 @@ fn align_within(a: &[Value], b: &[Value], limits: Limits) -> Option<Vec<Step>> {
         .zip(b[prefix..].iter().rev())
         .take_while(|(x, y)| x == y)
         .count();
+    (prefix, suffix)
+}
+
+fn align_within(a: &[Value], b: &[Value], limits: Limits) -> Option<Vec<Step>> {
+    let (prefix, suffix) = common_ends(a, b);
     let (am, bm) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
     let (n, m) = (am.len(), bm.len());
 

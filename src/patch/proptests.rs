@@ -167,13 +167,7 @@ fn edits(steps: &[Step]) -> usize {
 /// prefix and suffix when the middle's sides are short or it differs by at
 /// most `max_edits`, else `None` (the whole array is replaced).
 fn expected(a: &[Value], b: &[Value], limits: Limits) -> Option<Vec<Step>> {
-    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suffix = a[prefix..]
-        .iter()
-        .rev()
-        .zip(b[prefix..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let (prefix, suffix) = super::common_ends(a, b);
     let (am, bm) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
     let table = table_alignment(am, bm, prefix);
     if am.len().max(bm.len()) > limits.short && edits(&table) > limits.max_edits {

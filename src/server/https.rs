@@ -1,105 +1,80 @@
-//! The TLS accept loop: tokio-rustls in front of hyper's h1/h2 auto builder,
-//! with graceful draining.
+//! The TLS step of the webhook listener: the handshake under a deadline,
+//! with the configuration current at accept time, and client-certificate
+//! rejections counted and logged (throttled).
 
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
 
-/// A client that has not completed the TLS handshake by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// An HTTP/1.1 connection must deliver a request head within this; an idle
-/// keep-alive connection is closed after it (clients such as the API server
-/// reconnect transparently).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// Back-off after a failed `accept` (e.g. out of file descriptors).
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+use super::accept::Handshake;
+use super::conn::Closed;
+use super::metrics::Metrics;
+use super::throttle::LogThrottle;
+use crate::tls::{LiveServerConfig, client_rejection};
 
-/// How the drain ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Drained {
-    /// Connections still open when the grace period ran out (then aborted).
-    pub aborted: usize,
+/// At most one log line per this period about rejected client certificates.
+const REJECTION_LOG_PERIOD: Duration = Duration::from_secs(10);
+
+/// TLS handshakes for the webhook listener.
+pub(crate) struct TlsHandshake {
+    pub config: Arc<LiveServerConfig>,
+    /// A client that has not completed the handshake by then is dropped.
+    pub timeout: Duration,
+    pub metrics: Metrics,
+    pub rejections: LogThrottle,
 }
 
-/// Serve `router` over TLS on `listener` until `shutdown` completes, then
-/// stop accepting, let open connections finish their requests (HTTP/1.1:
-/// close after the response; HTTP/2: GOAWAY) for at most `grace`.
-pub(crate) async fn serve(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    router: Router,
-    shutdown: impl Future<Output = ()>,
-    grace: Duration,
-) -> Drained {
-    let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
-    let service = TowerToHyperService::new(router);
-    let mut connections = tokio::task::JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            accepted = listener.accept() => {
-                let (tcp, peer) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "accept failed");
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
-                        continue;
-                    }
-                };
-                let _ = tcp.set_nodelay(true);
-                let acceptor = acceptor.clone();
-                let builder = builder.clone();
-                let service = service.clone();
-                // Taken before the handshake, so the drain waits for it too.
-                let watcher = graceful.watcher();
-                connections.spawn(async move {
-                    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(err)) => {
-                            tracing::debug!(%peer, error = %err, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
-                    };
-                    let connection = builder.serve_connection(TokioIo::new(tls), service).into_owned();
-                    if let Err(err) = watcher.watch(connection).await {
-                        tracing::debug!(%peer, error = %err, "connection closed with an error");
-                    }
-                });
-            }
+impl TlsHandshake {
+    pub(crate) fn new(config: Arc<LiveServerConfig>, timeout: Duration, metrics: Metrics) -> Self {
+        TlsHandshake {
+            config,
+            timeout,
+            metrics,
+            rejections: LogThrottle::new(REJECTION_LOG_PERIOD),
         }
     }
-    drop(listener);
-    let open = connections.len();
-    tracing::info!(open_connections = open, grace = ?grace, "stopped accepting; draining");
-    match tokio::time::timeout(grace, graceful.shutdown()).await {
-        Ok(()) => {
-            while connections.join_next().await.is_some() {}
-            Drained { aborted: 0 }
-        }
-        Err(_) => {
-            let aborted = connections.len();
-            connections.abort_all();
-            while connections.join_next().await.is_some() {}
-            Drained { aborted }
+}
+
+impl Handshake for TlsHandshake {
+    type Io = TlsStream<TcpStream>;
+
+    fn handshake(
+        &self,
+        tcp: TcpStream,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Result<Self::Io, Closed>> + Send {
+        let acceptor = self.config.acceptor();
+        async move {
+            match tokio::time::timeout(self.timeout, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => Ok(tls),
+                Ok(Err(error)) => match client_rejection(&error) {
+                    Some(reason) => {
+                        self.metrics.client_rejected(reason);
+                        if let Some(held_back) = self.rejections.admit() {
+                            tracing::warn!(
+                                %peer,
+                                reason,
+                                %error,
+                                not_logged_since_last = held_back,
+                                "client certificate rejected"
+                            );
+                        }
+                        Err(Closed::ClientRejected)
+                    }
+                    None => {
+                        tracing::debug!(%peer, %error, "TLS handshake failed");
+                        Err(Closed::HandshakeFailed)
+                    }
+                },
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    Err(Closed::HandshakeTimeout)
+                }
+            }
         }
     }
 }

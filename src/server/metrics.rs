@@ -25,6 +25,8 @@ pub enum Outcome {
     Error,
     /// HTTP-level rejection: not an AdmissionReview, wrong content type, too large.
     Invalid,
+    /// Refused at once (HTTP 429): the cap on requests in flight was reached.
+    Overloaded,
 }
 
 impl Outcome {
@@ -36,6 +38,7 @@ impl Outcome {
             Outcome::Timeout => "timeout",
             Outcome::Error => "error",
             Outcome::Invalid => "invalid",
+            Outcome::Overloaded => "overloaded",
         }
     }
 }
@@ -48,6 +51,22 @@ struct OutcomeLabel {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ResultLabel {
     result: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ListenerLabel {
+    listener: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ClosedLabels {
+    listener: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
 }
 
 /// 0.5 ms to 10 s: mutations take well under a millisecond, the API server
@@ -70,6 +89,15 @@ pub struct Metrics {
     patch_bytes: Histogram,
     reloads: Family<ResultLabel, Counter>,
     cert_expiry: Gauge,
+    in_flight: Gauge,
+    connections_open: Family<ListenerLabel, Gauge>,
+    connections_max: Family<ListenerLabel, Gauge>,
+    connections_accepted: Family<ListenerLabel, Counter>,
+    connections_closed: Family<ClosedLabels, Counter>,
+    connection_limit_reached: Family<ListenerLabel, Counter>,
+    accept_failures: Family<ListenerLabel, Counter>,
+    client_rejections: Family<ReasonLabel, Counter>,
+    client_ca_reloads: Family<ResultLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -119,6 +147,60 @@ impl Metrics {
             "notAfter of the served leaf certificate, seconds since the Unix epoch",
             cert_expiry.clone(),
         );
+        let in_flight = Gauge::default();
+        registry.register(
+            "scion_admission_requests_in_flight",
+            "Admission requests being answered now",
+            in_flight.clone(),
+        );
+        let connections_open = Family::<ListenerLabel, Gauge>::default();
+        registry.register(
+            "scion_connections_open",
+            "Open connections by listener (https, health, metrics)",
+            connections_open.clone(),
+        );
+        let connections_max = Family::<ListenerLabel, Gauge>::default();
+        registry.register(
+            "scion_connections_max",
+            "The cap on open connections by listener",
+            connections_max.clone(),
+        );
+        let connections_accepted = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "scion_connections_accepted",
+            "Accepted connections by listener",
+            connections_accepted.clone(),
+        );
+        let connections_closed = Family::<ClosedLabels, Counter>::default();
+        registry.register(
+            "scion_connections_closed",
+            "Closed connections by listener and reason (done, error, handshake_failed, handshake_timeout, client_rejected, first_request_timeout, idle_timeout, header_timeout, aborted)",
+            connections_closed.clone(),
+        );
+        let connection_limit_reached = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "scion_connection_limit_reached",
+            "Times the cap on open connections made new clients wait",
+            connection_limit_reached.clone(),
+        );
+        let accept_failures = Family::<ListenerLabel, Counter>::default();
+        registry.register(
+            "scion_accept_failures",
+            "Failed accepts by listener (e.g. out of file descriptors)",
+            accept_failures.clone(),
+        );
+        let client_rejections = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "scion_client_auth_rejections",
+            "TLS clients refused by client authentication, by reason (no_certificate, invalid_certificate, name_not_allowed)",
+            client_rejections.clone(),
+        );
+        let client_ca_reloads = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "scion_client_ca_reloads",
+            "Client CA bundle reload attempts by result (success, failure)",
+            client_ca_reloads.clone(),
+        );
         // Series that exist from the start, so rates and alerts work before
         // the first event.
         for outcome in [
@@ -128,6 +210,7 @@ impl Metrics {
             Outcome::Timeout,
             Outcome::Error,
             Outcome::Invalid,
+            Outcome::Overloaded,
         ] {
             drop(requests.get_or_create(&OutcomeLabel {
                 outcome: outcome.as_str(),
@@ -143,6 +226,15 @@ impl Metrics {
             patch_bytes,
             reloads,
             cert_expiry,
+            in_flight,
+            connections_open,
+            connections_max,
+            connections_accepted,
+            connections_closed,
+            connection_limit_reached,
+            accept_failures,
+            client_rejections,
+            client_ca_reloads,
         }
     }
 
@@ -179,6 +271,79 @@ impl Metrics {
         let result = if success { "success" } else { "failure" };
         self.reloads.get_or_create(&ResultLabel { result }).inc();
     }
+
+    /// One more admission request in flight; the returned guard ends it.
+    pub(crate) fn request_in_flight(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight {
+            gauge: self.in_flight.clone(),
+        }
+    }
+
+    pub(crate) fn connection_limit(&self, listener: &'static str, limit: usize) {
+        self.connections_max
+            .get_or_create(&ListenerLabel { listener })
+            .set(i64::try_from(limit).unwrap_or(i64::MAX));
+        drop(
+            self.connections_open
+                .get_or_create(&ListenerLabel { listener }),
+        );
+    }
+
+    pub(crate) fn connection_opened(&self, listener: &'static str) {
+        let label = ListenerLabel { listener };
+        self.connections_accepted.get_or_create(&label).inc();
+        self.connections_open.get_or_create(&label).inc();
+    }
+
+    pub(crate) fn connection_ended(&self, listener: &'static str) {
+        self.connections_open
+            .get_or_create(&ListenerLabel { listener })
+            .dec();
+    }
+
+    pub(crate) fn connection_closed(&self, listener: &'static str, reason: &'static str) {
+        self.connections_closed
+            .get_or_create(&ClosedLabels { listener, reason })
+            .inc();
+    }
+
+    pub(crate) fn connection_limit_reached(&self, listener: &'static str) {
+        self.connection_limit_reached
+            .get_or_create(&ListenerLabel { listener })
+            .inc();
+    }
+
+    pub(crate) fn accept_failed(&self, listener: &'static str) {
+        self.accept_failures
+            .get_or_create(&ListenerLabel { listener })
+            .inc();
+    }
+
+    pub(crate) fn client_rejected(&self, reason: &'static str) {
+        self.client_rejections
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    pub(crate) fn client_ca_reload(&self, success: bool) {
+        let result = if success { "success" } else { "failure" };
+        self.client_ca_reloads
+            .get_or_create(&ResultLabel { result })
+            .inc();
+    }
+}
+
+/// An admission request counted in `scion_admission_requests_in_flight`
+/// until dropped.
+pub(crate) struct InFlight {
+    gauge: Gauge,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
 }
 
 impl crate::tls::ReloadObserver for Metrics {
@@ -189,5 +354,13 @@ impl crate::tls::ReloadObserver for Metrics {
 
     fn failed(&self, _error: &crate::tls::TlsError) {
         self.certificate_reload(false);
+    }
+
+    fn client_ca_reloaded(&self) {
+        self.client_ca_reload(true);
+    }
+
+    fn client_ca_failed(&self, _error: &crate::tls::TlsError) {
+        self.client_ca_reload(false);
     }
 }

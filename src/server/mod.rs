@@ -9,12 +9,25 @@
 //! [`Server::bind`] loads (or generates) the certificate and binds all three
 //! listeners, so startup failures surface before anything is served;
 //! [`Server::serve`] runs until the shutdown future completes, then drains.
+//!
+//! Hostile clients are bounded (see `docs/security.md`): a cap on open
+//! connections, deadlines for the handshake, the first request, idle
+//! connections and HTTP/2 header blocks ([`conn`]), a cap on requests in
+//! flight, bodies read into one buffer bounded by the limit, the CPU work on
+//! a bounded blocking pool ([`webhook`]), probes on their own thread
+//! ([`probes`]), and optional client-certificate authentication.
 
+mod accept;
+mod conn;
 mod error;
 mod https;
+mod limits;
 mod metrics;
 mod probes;
 mod readiness;
+mod sniff;
+mod throttle;
+pub mod trim;
 mod webhook;
 
 use std::net::SocketAddr;
@@ -28,11 +41,18 @@ use axum::routing::post;
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
+pub use limits::{
+    MAX_CONNECTIONS_CEILING, default_max_connections, open_file_limit, raise_open_file_limit,
+    reserved_descriptors,
+};
 pub use metrics::{Metrics, Outcome};
+pub use probes::PROBE_MAX_CONNECTIONS;
 pub use readiness::{Check, Readiness, ReadinessReport};
 
 use crate::admission::{CONTROLPLANE_PATH, Mutator};
-use crate::tls::{self, ReloadTask, ReloadingResolver, TlsError};
+use crate::tls::{
+    self, ClientAuthConfig, LiveServerConfig, ReloadTask, ReloadingResolver, TlsError,
+};
 
 /// Bodies above this size are answered with HTTP 413 (controller-runtime's limit).
 pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
@@ -40,6 +60,8 @@ pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 pub const DEFAULT_CERT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// How long the health and metrics listeners may take to close after the drain.
 const PROBE_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The default cap on admission requests in flight.
+pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 64;
 
 /// Everything the server needs to know; the CLI fills it from `scion serve`.
 #[derive(Debug, Clone)]
@@ -62,6 +84,29 @@ pub struct ServerConfig {
     pub cert_poll_interval: Duration,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Open webhook connections at most (`--max-connections`); further
+    /// clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// Admission requests in flight at most (`--max-requests-in-flight`);
+    /// further ones are answered HTTP 429 at once.
+    pub max_requests_in_flight: usize,
+    /// Decode-and-mutate jobs running at once on the blocking pool.
+    pub mutation_workers: usize,
+    /// A client that has not completed the TLS handshake by then is dropped.
+    pub handshake_timeout: Duration,
+    /// After the handshake, the first request must reach the server within this.
+    pub first_request_timeout: Duration,
+    /// A connection without a request in progress for this long is closed
+    /// (HTTP/1.1: also the deadline for a request head).
+    pub idle_timeout: Duration,
+    /// An HTTP/2 header block (HEADERS without END_HEADERS) must end within this.
+    pub h2_header_timeout: Duration,
+    /// HTTP/2: PING after this long without frames from the client.
+    pub h2_keep_alive_interval: Duration,
+    /// HTTP/2: close when a PING is not answered within this.
+    pub h2_keep_alive_timeout: Duration,
+    /// Require client certificates (`--client-ca-file`).
+    pub client_auth: Option<ClientAuthConfig>,
 }
 
 impl ServerConfig {
@@ -77,8 +122,47 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(15),
             cert_poll_interval: DEFAULT_CERT_POLL_INTERVAL,
             max_body_bytes: MAX_BODY_BYTES,
+            max_connections: default_max_connections(open_file_limit()),
+            max_requests_in_flight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
+            mutation_workers: default_mutation_workers(),
+            handshake_timeout: Duration::from_secs(10),
+            first_request_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            h2_header_timeout: Duration::from_secs(10),
+            h2_keep_alive_interval: Duration::from_secs(20),
+            h2_keep_alive_timeout: Duration::from_secs(10),
+            client_auth: None,
         }
     }
+
+    fn conn_limits(&self) -> conn::ConnLimits {
+        conn::ConnLimits {
+            first_request: self.first_request_timeout,
+            idle: self.idle_timeout,
+            header: self.h2_header_timeout,
+            close_grace: CLOSE_GRACE.min(self.idle_timeout),
+        }
+    }
+
+    fn http_settings(&self) -> accept::HttpSettings {
+        accept::HttpSettings {
+            // A backstop behind the watchdog's own idle and first-request
+            // deadlines, which close such connections first.
+            h1_header_read_timeout: self.idle_timeout + CLOSE_GRACE,
+            h2_keep_alive_interval: self.h2_keep_alive_interval,
+            h2_keep_alive_timeout: self.h2_keep_alive_timeout,
+        }
+    }
+}
+
+/// How long a connection closed for idleness may take to say goodbye
+/// (HTTP/2 GOAWAY and its PING) before it is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// Twice the CPUs, at least 4: a job may also wait on the Kubernetes API
+/// (live Secret reads), which holds its thread without using a CPU.
+fn default_mutation_workers() -> usize {
+    (std::thread::available_parallelism().map_or(2, usize::from) * 2).max(4)
 }
 
 /// Why the server could not start.
@@ -112,13 +196,14 @@ pub struct Server {
     readiness: Readiness,
     metrics: Metrics,
     resolver: Arc<ReloadingResolver>,
-    acceptor: tokio_rustls::TlsAcceptor,
+    tls: Arc<LiveServerConfig>,
     https: TcpListener,
-    health: TcpListener,
-    metrics_listener: TcpListener,
+    health: std::net::TcpListener,
+    metrics_listener: std::net::TcpListener,
     addrs: BoundAddrs,
     serving: Arc<AtomicBool>,
     _reload: ReloadTask,
+    _client_ca_reload: Option<ReloadTask>,
 }
 
 impl std::fmt::Debug for Server {
@@ -127,6 +212,16 @@ impl std::fmt::Debug for Server {
             .field("addrs", &self.addrs)
             .finish_non_exhaustive()
     }
+}
+
+fn into_std(
+    flag: &'static str,
+    listener: TcpListener,
+    addr: SocketAddr,
+) -> Result<std::net::TcpListener, ServerError> {
+    listener
+        .into_std()
+        .map_err(|source| ServerError::Bind { flag, addr, source })
 }
 
 async fn bind_listener(flag: &'static str, addr: SocketAddr) -> Result<TcpListener, ServerError> {
@@ -164,6 +259,36 @@ impl Server {
                 "the certificate poll interval must be above zero".into(),
             ));
         }
+        for (value, what) in [
+            (config.max_connections, "the connection cap"),
+            (
+                config.max_requests_in_flight,
+                "the cap on requests in flight",
+            ),
+            (config.mutation_workers, "the number of mutation workers"),
+        ] {
+            if value == 0 {
+                return Err(ServerError::Config(format!("{what} must be above zero")));
+            }
+        }
+        for (value, what) in [
+            (config.handshake_timeout, "the handshake timeout"),
+            (config.first_request_timeout, "the first-request timeout"),
+            (config.idle_timeout, "the idle timeout"),
+            (config.h2_header_timeout, "the HTTP/2 header timeout"),
+            (
+                config.h2_keep_alive_interval,
+                "the HTTP/2 keep-alive interval",
+            ),
+            (
+                config.h2_keep_alive_timeout,
+                "the HTTP/2 keep-alive timeout",
+            ),
+        ] {
+            if value.is_zero() {
+                return Err(ServerError::Config(format!("{what} must be above zero")));
+            }
+        }
         let dir = config.cert_dir.clone();
         let hosts = config.cert_hosts.clone();
         let initial = tokio::task::spawn_blocking(move || tls::load_or_generate(&dir, &hosts))
@@ -179,8 +304,23 @@ impl Server {
         }
         metrics.certificate_loaded(initial.pair.not_after);
         let resolver = Arc::new(ReloadingResolver::new(initial.pair.key.clone()));
-        let acceptor =
-            tokio_rustls::TlsAcceptor::from(Arc::new(tls::server_config(resolver.clone())?));
+        let client = match &config.client_auth {
+            Some(client_auth) => {
+                let client_auth = client_auth.clone();
+                let loaded =
+                    tokio::task::spawn_blocking(move || tls::load_client_verifier(&client_auth))
+                        .await
+                        .map_err(|err| {
+                            ServerError::Config(format!("client CA loading failed: {err}"))
+                        })??;
+                Some(loaded)
+            }
+            None => None,
+        };
+        let tls_config = Arc::new(LiveServerConfig::new(
+            resolver.clone(),
+            client.as_ref().map(|(verifier, _)| verifier.clone()),
+        )?);
 
         let https = bind_listener("--listen", config.listen).await?;
         let health = bind_listener("--health-listen", config.health_listen).await?;
@@ -190,6 +330,9 @@ impl Server {
             health: local_addr("--health-listen", &health, config.health_listen)?,
             metrics: local_addr("--metrics-listen", &metrics_listener, config.metrics_listen)?,
         };
+        // The probe listeners are served by their own runtime (see `probes`).
+        let health = into_std("--health-listen", health, addrs.health)?;
+        let metrics_listener = into_std("--metrics-listen", metrics_listener, addrs.metrics)?;
 
         let reload = tls::spawn_reloader(
             config.cert_dir.clone(),
@@ -198,6 +341,23 @@ impl Server {
             config.cert_poll_interval,
             Arc::new(metrics.clone()),
         );
+        let client_ca_reload = match (&config.client_auth, client) {
+            (Some(client_auth), Some((_, hash))) => {
+                tracing::info!(
+                    ca_file = %client_auth.ca_file.display(),
+                    allowed_names = ?client_auth.allowed_names,
+                    "client certificates are required"
+                );
+                Some(tls::spawn_client_ca_reloader(
+                    client_auth.clone(),
+                    tls_config.clone(),
+                    hash,
+                    config.cert_poll_interval,
+                    Arc::new(metrics.clone()),
+                ))
+            }
+            _ => None,
+        };
         let serving = Arc::new(AtomicBool::new(false));
         let flag = serving.clone();
         readiness.add_check(
@@ -210,13 +370,14 @@ impl Server {
             readiness,
             metrics,
             resolver,
-            acceptor,
+            tls: tls_config,
             https,
             health,
             metrics_listener,
             addrs,
             serving,
             _reload: reload,
+            _client_ca_reload: client_ca_reload,
         })
     }
 
@@ -239,36 +400,37 @@ impl Server {
             mutator,
             readiness,
             metrics,
-            acceptor,
+            tls: tls_config,
             https,
             health,
             metrics_listener,
             addrs,
             serving,
             _reload,
+            _client_ca_reload,
             ..
         } = self;
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        };
-        let health_task = tokio::spawn(
-            axum::serve(health, probes::health_router(readiness.clone()))
-                .with_graceful_shutdown(stopped(stop_rx.clone()))
-                .into_future(),
-        );
-        let metrics_task = tokio::spawn(
-            axum::serve(metrics_listener, probes::metrics_router(metrics.clone()))
-                .with_graceful_shutdown(stopped(stop_rx))
-                .into_future(),
-        );
+        let limits = config.conn_limits();
+        let http = config.http_settings();
+        let probes = probes::ProbeThread::spawn(probes::ProbeListeners {
+            health,
+            metrics: metrics_listener,
+            readiness: readiness.clone(),
+            registry: metrics.clone(),
+            limits,
+            http,
+            close_timeout: PROBE_CLOSE_TIMEOUT,
+        })
+        .map_err(|err| ServerError::Config(format!("cannot start the probe thread: {err}")))?;
 
-        let state = Arc::new(webhook::WebhookState {
+        let state = Arc::new(webhook::WebhookState::new(
             mutator,
-            metrics,
-            request_timeout: config.request_timeout,
-            max_body_bytes: config.max_body_bytes,
-        });
+            metrics.clone(),
+            config.request_timeout,
+            config.max_body_bytes,
+            config.max_requests_in_flight,
+            config.mutation_workers,
+        ));
         let router = Router::new()
             .route(
                 CONTROLPLANE_PATH,
@@ -282,11 +444,30 @@ impl Server {
             draining.set_draining();
             tracing::info!("shutdown requested; readiness now fails");
         };
-        tracing::info!(listener = "https", addr = %addrs.https, path = CONTROLPLANE_PATH, "listening");
+        tracing::info!(listener = "https", addr = %addrs.https, path = CONTROLPLANE_PATH, max_connections = config.max_connections, max_requests_in_flight = config.max_requests_in_flight, "listening");
         tracing::info!(listener = "health", addr = %addrs.health, "listening");
         tracing::info!(listener = "metrics", addr = %addrs.metrics, "listening");
         serving.store(true, Ordering::SeqCst);
-        let drained = https::serve(https, acceptor, router, shutdown, config.shutdown_grace).await;
+        let handshake = Arc::new(https::TlsHandshake::new(
+            tls_config,
+            config.handshake_timeout,
+            metrics.clone(),
+        ));
+        let drained = accept::serve(
+            https,
+            handshake,
+            accept::http_builder(&http),
+            router,
+            accept::ListenerOptions {
+                name: "https",
+                max_connections: config.max_connections,
+                limits,
+                grace: config.shutdown_grace,
+            },
+            metrics,
+            shutdown,
+        )
+        .await;
         serving.store(false, Ordering::SeqCst);
         if drained.aborted > 0 {
             tracing::warn!(
@@ -296,16 +477,9 @@ impl Server {
         } else {
             tracing::info!("all connections drained");
         }
-        let _ = stop_tx.send(true);
-        for task in [health_task, metrics_task] {
-            let abort = task.abort_handle();
-            if tokio::time::timeout(PROBE_CLOSE_TIMEOUT, task)
-                .await
-                .is_err()
-            {
-                abort.abort();
-            }
-        }
+        probes
+            .stop(PROBE_CLOSE_TIMEOUT + Duration::from_secs(1))
+            .await;
         Ok(())
     }
 }

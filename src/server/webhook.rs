@@ -1,21 +1,47 @@
 //! `POST /controlplane`: one AdmissionReview in, one AdmissionReview out.
+//!
+//! The async part only moves bytes: it takes a slot under the in-flight cap
+//! (or answers 429 at once) and reads the body into one buffer. Decoding,
+//! the mutation and encoding the answer run on the blocking pool, at most
+//! `mutation_workers` at once, so a heavy request cannot stall the accept
+//! loop or other connections; the request timeout is kept from the async
+//! side whatever the job is doing.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::FutureExt as _;
-use http_body_util::{BodyExt as _, LengthLimitError, Limited};
+use http_body_util::BodyExt as _;
+use tokio::sync::{Semaphore, oneshot};
 use tokio::time::Instant;
 use tracing::{Instrument as _, field};
 
 use super::error::ApiError;
 use super::metrics::{Metrics, Outcome};
-use crate::admission::{AdmissionRequest, AdmissionResponse, Denial, Mutator, Verdict};
+use super::throttle::LogThrottle;
+use crate::admission::{
+    AdmissionRequest, AdmissionResponse, Denial, Mutator, ReviewVersion, Verdict,
+};
+
+/// At most one log line per this period about requests refused at the cap.
+const OVERLOAD_LOG_PERIOD: Duration = Duration::from_secs(10);
+/// Bodies without a content-length start with this much buffer (they grow
+/// by doubling up to the limit); a declared length is trusted up to it too,
+/// so an announced but unsent body costs nothing.
+const INITIAL_BODY_CAPACITY: usize = 64 * 1024;
+/// A body may arrive in this many pieces (HTTP/1.1 chunks, HTTP/2 DATA
+/// frames) whatever their size...
+const FREE_BODY_PIECES: usize = 1024;
+/// ...and beyond that they must average at least this many bytes. Every
+/// piece costs hyper about half a microsecond of CPU on the async workers:
+/// a review sent in one-byte chunks was a second of CPU per 1.5 MB. API
+/// servers send a content-length (one piece per read).
+const MIN_BYTES_PER_PIECE: usize = 64;
 
 /// What the admission handler needs.
 pub(crate) struct WebhookState {
@@ -23,6 +49,34 @@ pub(crate) struct WebhookState {
     pub metrics: Metrics,
     pub request_timeout: Duration,
     pub max_body_bytes: usize,
+    /// One permit per request that may be in flight.
+    pub in_flight: Arc<Semaphore>,
+    pub max_in_flight: usize,
+    /// One permit per decode-and-mutate job that may run at once.
+    pub workers: Arc<Semaphore>,
+    pub overload_log: LogThrottle,
+}
+
+impl WebhookState {
+    pub(crate) fn new(
+        mutator: Arc<dyn Mutator>,
+        metrics: Metrics,
+        request_timeout: Duration,
+        max_body_bytes: usize,
+        max_in_flight: usize,
+        workers: usize,
+    ) -> Self {
+        WebhookState {
+            mutator,
+            metrics,
+            request_timeout,
+            max_body_bytes,
+            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+            max_in_flight,
+            workers: Arc::new(Semaphore::new(workers)),
+            overload_log: LogThrottle::new(OVERLOAD_LOG_PERIOD),
+        }
+    }
 }
 
 /// The share of the request timeout kept back for encoding and sending the
@@ -36,6 +90,10 @@ pub(crate) async fn controlplane(
     request: Request,
 ) -> Response {
     let started = Instant::now();
+    let Ok(slot) = state.in_flight.clone().try_acquire_owned() else {
+        return overloaded(&state, started);
+    };
+    let _counted = state.metrics.request_in_flight();
     let span = tracing::info_span!(
         "admission",
         uid = field::Empty,
@@ -50,6 +108,7 @@ pub(crate) async fn controlplane(
     let (outcome, response) = handle(&state, request, started, &span)
         .instrument(span.clone())
         .await;
+    drop(slot);
     let elapsed = started.elapsed();
     state
         .metrics
@@ -58,9 +117,38 @@ pub(crate) async fn controlplane(
     span.record("duration_ms", elapsed.as_secs_f64() * 1000.0);
     span.in_scope(|| match outcome {
         Outcome::Allowed | Outcome::Patched => tracing::info!("admission request answered"),
-        Outcome::Denied | Outcome::Invalid => tracing::warn!("admission request refused"),
+        Outcome::Denied | Outcome::Invalid | Outcome::Overloaded => {
+            tracing::warn!("admission request refused")
+        }
         Outcome::Timeout | Outcome::Error => tracing::error!("admission request failed"),
     });
+    response
+}
+
+/// HTTP 429 with `Retry-After: 1`: the API server's client retries such an
+/// answer within the webhook's timeout.
+fn overloaded(state: &WebhookState, started: Instant) -> Response {
+    state
+        .metrics
+        .observe_request(Outcome::Overloaded, started.elapsed().as_secs_f64());
+    if let Some(held_back) = state.overload_log.admit() {
+        tracing::warn!(
+            limit = state.max_in_flight,
+            not_logged_since_last = held_back,
+            "admission request refused: too many requests in flight"
+        );
+    }
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "too many admission requests in flight (limit {}); retry later",
+            state.max_in_flight
+        ),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
     response
 }
 
@@ -92,13 +180,17 @@ fn too_large(limit: usize) -> ApiError {
     )
 }
 
+/// Read the whole body into one buffer of at most `limit` bytes. Each
+/// received chunk is copied and released at once, so a body sent in tiny
+/// chunks costs its length, not a list of chunks; a body in too many tiny
+/// pieces (see [`MIN_BYTES_PER_PIECE`]) is refused with HTTP 400.
 async fn read_body(
-    body: Body,
+    mut body: Body,
     headers: &HeaderMap,
     limit: usize,
     deadline: Instant,
     timeout: Duration,
-) -> Result<Bytes, ApiError> {
+) -> Result<Vec<u8>, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -106,17 +198,49 @@ async fn read_body(
     if declared.is_some_and(|len| len > limit as u64) {
         return Err(too_large(limit));
     }
-    match tokio::time::timeout_at(deadline, Limited::new(body, limit).collect()).await {
+    let initial = declared.map_or(INITIAL_BODY_CAPACITY, |len| len as usize);
+    let mut buffer = Vec::with_capacity(initial.min(INITIAL_BODY_CAPACITY));
+    let mut pieces = 0usize;
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|err| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request body: {err}"),
+                )
+            })?;
+            pieces += 1;
+            if pieces > FREE_BODY_PIECES + buffer.len() / MIN_BYTES_PER_PIECE {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "the request body arrives in too many small pieces ({pieces} for {} bytes): send it with a content-length or in chunks of {MIN_BYTES_PER_PIECE} bytes or more",
+                        buffer.len()
+                    ),
+                ));
+            }
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let needed = buffer.len() + data.len();
+            if needed > limit {
+                return Err(too_large(limit));
+            }
+            if needed > buffer.capacity() {
+                let grown = needed.max(buffer.capacity() * 2).min(limit);
+                buffer.reserve_exact(grown - buffer.len());
+            }
+            buffer.extend_from_slice(&data);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout_at(deadline, read).await {
         Err(_) => Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
             format!("request body not received within {timeout:?}"),
         )),
-        Ok(Err(err)) if err.is::<LengthLimitError>() => Err(too_large(limit)),
-        Ok(Err(err)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("cannot read the request body: {err}"),
-        )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(err)) => Err(err),
+        Ok(Ok(())) => Ok(buffer),
     }
 }
 
@@ -134,13 +258,21 @@ fn identity(request: &AdmissionRequest) -> String {
     }
 }
 
+/// What the async side needs to answer a request whose job is late.
+struct Decoded {
+    uid: String,
+    identity: String,
+    version: ReviewVersion,
+}
+
 async fn handle(
-    state: &WebhookState,
+    state: &Arc<WebhookState>,
     request: Request,
     started: Instant,
     span: &tracing::Span,
 ) -> (Outcome, Response) {
     let deadline = started + state.request_timeout;
+    let margin = answer_margin(state.request_timeout);
     let (parts, body) = request.into_parts();
     if let Err(err) = is_json(&parts.headers) {
         return (Outcome::Invalid, err.into_response());
@@ -157,7 +289,100 @@ async fn handle(
         Ok(bytes) => bytes,
         Err(err) => return (Outcome::Invalid, err.into_response()),
     };
-    let request = match state.mutator.decode(&bytes) {
+
+    let (decoded_tx, mut decoded_rx) = oneshot::channel();
+    let job = {
+        let state = state.clone();
+        let span = span.clone();
+        let runtime = tokio::runtime::Handle::current();
+        async move {
+            let worker = state
+                .workers
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the worker semaphore is never closed");
+            tokio::task::spawn_blocking(move || {
+                let _worker = worker;
+                let _entered = span.enter();
+                let answered = answer(&state, &bytes, deadline - margin, &runtime, decoded_tx);
+                let body_bytes = bytes.len();
+                drop(bytes);
+                super::trim::after_job(body_bytes);
+                answered
+            })
+            .await
+        }
+    };
+    // The job answers a slow mutation itself at `deadline - margin`; this
+    // covers a job that is late for any other reason (all workers busy, a
+    // mutation that does not yield).
+    tokio::select! {
+        joined = job => match joined {
+            Ok(answered) => answered,
+            Err(err) => {
+                tracing::error!(error = %err, "the admission job failed");
+                match decoded_rx.try_recv() {
+                    Ok(decoded) => {
+                        let message = format!("{}: the request failed unexpectedly; see the scion log", decoded.identity);
+                        let answer = AdmissionResponse::deny(&decoded.uid, 500, "InternalError", message);
+                        (Outcome::Error, review_response(answer, decoded.version))
+                    }
+                    Err(_) => (
+                        Outcome::Error,
+                        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the request failed unexpectedly; see the scion log").into_response(),
+                    ),
+                }
+            }
+        },
+        () = tokio::time::sleep_until(deadline - margin / 2) => late(state, decoded_rx.try_recv().ok()),
+    }
+}
+
+/// The answer when the job has not finished in time: an AdmissionReview
+/// denial with code 504 once the request is known, HTTP 503 before.
+fn late(state: &WebhookState, decoded: Option<Decoded>) -> (Outcome, Response) {
+    let timeout = state.request_timeout;
+    match decoded {
+        Some(decoded) => {
+            let message = format!(
+                "{}: the mutation did not finish within the request timeout of {timeout:?}",
+                decoded.identity
+            );
+            let answer = AdmissionResponse::deny(&decoded.uid, 504, "Timeout", message);
+            (Outcome::Timeout, review_response(answer, decoded.version))
+        }
+        None => (
+            Outcome::Timeout,
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the server is busy: the request was not decoded within the request timeout of {timeout:?}"),
+            )
+            .into_response(),
+        ),
+    }
+}
+
+fn review_response(answer: AdmissionResponse, version: ReviewVersion) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        answer.into_review_bytes(version),
+    )
+        .into_response()
+}
+
+/// The CPU part of a request, on a blocking thread: decode, mutate (driving
+/// the mutator's future with `runtime` until `mutate_deadline`), encode.
+/// Sends the request's identity on `decoded` as soon as it is known.
+fn answer(
+    state: &WebhookState,
+    bytes: &[u8],
+    mutate_deadline: Instant,
+    runtime: &tokio::runtime::Handle,
+    decoded: oneshot::Sender<Decoded>,
+) -> (Outcome, Response) {
+    let request = match state.mutator.decode(bytes) {
         Ok(request) => request,
         Err(err) => {
             return (
@@ -166,29 +391,23 @@ async fn handle(
             );
         }
     };
+    let span = tracing::Span::current();
     span.record("uid", request.uid.as_str());
     span.record("kind", request.kind.kind.as_str());
     span.record("namespace", request.namespace.as_str());
     span.record("name", request.name.as_str());
     span.record("operation", request.operation.as_str());
+    let _ = decoded.send(Decoded {
+        uid: request.uid.clone(),
+        identity: identity(&request),
+        version: request.version,
+    });
 
-    let (outcome, answer) = decide(
-        state,
-        &request,
-        deadline - answer_margin(state.request_timeout),
-    )
-    .await;
+    let (outcome, answer) = decide(state, &request, mutate_deadline, runtime);
     if let Some(patch) = &answer.patch {
         span.record("patch_ops", patch.ops);
     }
-    let body = answer.response.into_review_bytes(request.version);
-    let response = (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
-    (outcome, response)
+    (outcome, review_response(answer.response, request.version))
 }
 
 struct PatchInfo {
@@ -209,17 +428,17 @@ impl From<AdmissionResponse> for Answer {
     }
 }
 
-async fn decide(
+fn decide(
     state: &WebhookState,
     request: &AdmissionRequest,
     deadline: Instant,
+    runtime: &tokio::runtime::Handle,
 ) -> (Outcome, Answer) {
     let uid = request.uid.as_str();
-    let verdict = tokio::time::timeout_at(
+    let verdict = runtime.block_on(tokio::time::timeout_at(
         deadline,
         AssertUnwindSafe(state.mutator.mutate(request)).catch_unwind(),
-    )
-    .await;
+    ));
     let verdict = match verdict {
         Err(_) => {
             let message = format!(
@@ -284,6 +503,7 @@ fn internal_error(request: &AdmissionRequest, cause: &str) -> (Outcome, Answer) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Bytes;
 
     #[test]
     fn json_content_types_are_recognised() {
@@ -329,6 +549,108 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.status, StatusCode::REQUEST_TIMEOUT);
         assert!(err.message.contains("50ms"), "{}", err.message);
+    }
+
+    #[tokio::test]
+    async fn small_chunks_end_up_in_one_buffer_of_the_body_size() {
+        let soon = Instant::now() + Duration::from_secs(5);
+        let chunks = (0..10_000u32).map(|i| {
+            let byte = b'a' + (i % 26) as u8;
+            Ok::<_, std::io::Error>(Bytes::from(vec![byte; MIN_BYTES_PER_PIECE]))
+        });
+        let body = Body::from_stream(futures::stream::iter(chunks));
+        let bytes = read_body(
+            body,
+            &HeaderMap::new(),
+            1 << 20,
+            soon,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let len = 10_000 * MIN_BYTES_PER_PIECE;
+        assert_eq!(bytes.len(), len);
+        assert_eq!(bytes[MIN_BYTES_PER_PIECE], b'b');
+        assert!(bytes.capacity() < 2 * len, "{}", bytes.capacity());
+
+        // The buffer never grows past the limit, and one byte more is refused.
+        let exact = Body::from(vec![b' '; 100_001]);
+        let bytes = read_body(
+            exact,
+            &HeaderMap::new(),
+            100_001,
+            soon,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(bytes.capacity(), 100_001);
+        let chunks = (0..1025).map(|_| Ok::<_, std::io::Error>(Bytes::from_static(b" ")));
+        let err = read_body(
+            Body::from_stream(futures::stream::iter(chunks)),
+            &HeaderMap::new(),
+            1024,
+            soon,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test]
+    async fn a_body_in_too_many_tiny_pieces_is_refused_early() {
+        let soon = Instant::now() + Duration::from_secs(5);
+        // A thousand one-byte pieces are fine...
+        let few = (0..FREE_BODY_PIECES).map(|_| Ok::<_, std::io::Error>(Bytes::from_static(b" ")));
+        let bytes = read_body(
+            Body::from_stream(futures::stream::iter(few)),
+            &HeaderMap::new(),
+            1 << 20,
+            soon,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(bytes.len(), FREE_BODY_PIECES);
+        // ...a million are cut off after about a thousand.
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = taken.clone();
+        let many = (0..1_000_000).map(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok::<_, std::io::Error>(Bytes::from_static(b" "))
+        });
+        let err = read_body(
+            Body::from_stream(futures::stream::iter(many)),
+            &HeaderMap::new(),
+            1 << 20,
+            soon,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert!(
+            err.message.contains("too many small pieces"),
+            "{}",
+            err.message
+        );
+        assert!(taken.load(std::sync::atomic::Ordering::Relaxed) < 2 * FREE_BODY_PIECES);
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_before_reading() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_LENGTH, "2048".parse().unwrap());
+        // The body would never end: only the header can have refused it.
+        let pending =
+            Body::from_stream(futures::stream::pending::<Result<Bytes, std::io::Error>>());
+        let soon = Instant::now() + Duration::from_secs(5);
+        let err = read_body(pending, &headers, 1024, soon, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(err.message.contains("1024 bytes"), "{}", err.message);
     }
 
     #[test]

@@ -118,13 +118,13 @@ pub(super) type FileResult = Result<(Vec<DecodedObject>, Vec<LoadProblem>), Load
 /// [`read_file`] for many files, on up to one thread per core (YAML parsing is
 /// the cost of a load: about 5 MB/s per core with serde-saphyr). Results are
 /// in the order of `paths`.
-pub(super) fn read_files(paths: &[&Path]) -> Vec<FileResult> {
+pub(super) fn read_files(paths: &[&Path], max_bytes: u64) -> Vec<FileResult> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
         .min(paths.len());
     if threads <= 1 {
-        return paths.iter().map(|p| read_file(p)).collect();
+        return paths.iter().map(|p| read_file(p, max_bytes)).collect();
     }
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<FileResult>>> = paths.iter().map(|_| Mutex::new(None)).collect();
@@ -134,7 +134,7 @@ pub(super) fn read_files(paths: &[&Path]) -> Vec<FileResult> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = paths.get(i) else { break };
-                    let result = read_file(path);
+                    let result = read_file(path, max_bytes);
                     *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
                 }
             });
@@ -153,8 +153,26 @@ pub(super) fn read_files(paths: &[&Path]) -> Vec<FileResult> {
 
 /// Parse one file. `Err` is a file that does not parse at all; problems with
 /// single objects in a file that parses come back next to the good objects.
-fn read_file(path: &Path) -> FileResult {
-    let bytes = std::fs::read(path).map_err(|e| problem(path, format!("cannot read file: {e}")))?;
+fn read_file(path: &Path, max_bytes: u64) -> FileResult {
+    let too_big = |len: u64| {
+        problem(
+            path,
+            format!("the file is {len} bytes; files over {max_bytes} bytes are not read"),
+        )
+    };
+    let file =
+        std::fs::File::open(path).map_err(|e| problem(path, format!("cannot read file: {e}")))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > max_bytes {
+        return Err(too_big(len));
+    }
+    // Read at most one byte over the budget: the file may grow meanwhile.
+    let mut bytes = Vec::with_capacity(len as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, max_bytes + 1), &mut bytes)
+        .map_err(|e| problem(path, format!("cannot read file: {e}")))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
     let documents = parse_documents(path, &bytes)?;
     let mut objects = Vec::new();
     let mut problems = Vec::new();

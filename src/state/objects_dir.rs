@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
@@ -26,6 +27,13 @@ use super::files::{LoadProblem, Stamp, problem, read_files, scan};
 use super::objects::DecodedObject;
 use super::{Snapshot, StateError, StateSource};
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
+
+/// The largest object file read (JSON or YAML): 64 MiB, room for a
+/// `kubectl get clusters -o json` List of ~400 realistic Clusters. A bigger
+/// file is reported and skipped, its previous content kept, so one stray
+/// file cannot take the process's memory (a file is read whole before it is
+/// parsed).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Errors that stop the objects directory from being used at all.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +58,13 @@ pub struct ObjectsDir {
 
 pub(super) struct Inner {
     pub(super) dir: PathBuf,
+    /// Largest file read; bigger ones are reported and skipped (their
+    /// previous content kept).
+    pub(super) max_file_bytes: u64,
+    /// DIR could be read at the last reload. While it cannot (renamed away,
+    /// deleted, not a directory) the last state is kept and this is false,
+    /// so `/readyz` fails.
+    readable: AtomicBool,
     current: ArcSwap<Snapshot>,
     problems: ArcSwap<Vec<LoadProblem>>,
     /// What each file held at the last reload; also serialises reloads.
@@ -73,8 +88,17 @@ impl fmt::Debug for ObjectsDir {
 
 impl ObjectsDir {
     /// Read DIR once. Problems with single files are returned, not fatal; only a
-    /// DIR that does not exist or is not a directory is an error.
+    /// DIR that does not exist or is not a directory is an error. Files over
+    /// [`MAX_FILE_BYTES`] are reported and skipped.
     pub fn load(dir: impl Into<PathBuf>) -> Result<(Self, Vec<LoadProblem>), ObjectsDirError> {
+        Self::load_with_limit(dir, MAX_FILE_BYTES)
+    }
+
+    /// [`ObjectsDir::load`] with another file size budget.
+    pub fn load_with_limit(
+        dir: impl Into<PathBuf>,
+        max_file_bytes: u64,
+    ) -> Result<(Self, Vec<LoadProblem>), ObjectsDirError> {
         let dir = dir.into();
         let meta = std::fs::metadata(&dir).map_err(|source| ObjectsDirError::Io {
             path: dir.clone(),
@@ -86,6 +110,8 @@ impl ObjectsDir {
         let this = ObjectsDir {
             inner: Arc::new(Inner {
                 dir,
+                max_file_bytes,
+                readable: AtomicBool::new(true),
                 current: ArcSwap::from_pointee(Snapshot::default()),
                 problems: ArcSwap::from_pointee(Vec::new()),
                 files: Mutex::new(BTreeMap::new()),
@@ -110,6 +136,18 @@ impl ObjectsDir {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut problems = Vec::new();
+        if !std::fs::metadata(&self.inner.dir).is_ok_and(|m| m.is_dir()) {
+            // Renamed away or deleted (a ConfigMap volume swaps its whole
+            // tree): keep serving the last state, but not as ready.
+            self.inner.readable.store(false, Ordering::SeqCst);
+            problems.push(problem(
+                &self.inner.dir,
+                "the objects directory is missing or not a directory; keeping the last state"
+                    .into(),
+            ));
+            self.inner.problems.store(Arc::new(problems.clone()));
+            return problems;
+        }
         let found = scan(&self.inner.dir, &mut problems);
         let present: HashSet<&PathBuf> = found.iter().map(|(p, _)| p).collect();
         files.retain(|path, _| present.contains(path));
@@ -118,7 +156,7 @@ impl ObjectsDir {
             .filter(|(path, stamp)| !files.get(path).is_some_and(|e| &e.stamp == stamp))
             .collect();
         let paths: Vec<&Path> = changed.iter().map(|(p, _)| p.as_path()).collect();
-        let parsed = read_files(&paths);
+        let parsed = read_files(&paths, self.inner.max_file_bytes);
         for ((path, stamp), result) in changed.into_iter().zip(parsed) {
             let entry = match result {
                 Ok((objects, problems)) => FileEntry {
@@ -153,6 +191,7 @@ impl ObjectsDir {
         problems.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
         self.inner.current.store(Arc::new(snapshot));
         self.inner.problems.store(Arc::new(problems.clone()));
+        self.inner.readable.store(true, Ordering::SeqCst);
         problems
     }
 
@@ -201,9 +240,10 @@ impl StateSource for ObjectsDir {
         Box::pin(async move { Ok(found) })
     }
 
-    /// The first load happens in [`ObjectsDir::load`], so this is always true.
+    /// The first load happens in [`ObjectsDir::load`]; false while the
+    /// directory itself cannot be read.
     fn is_synced(&self) -> bool {
-        true
+        self.inner.readable.load(Ordering::SeqCst)
     }
 }
 

@@ -6,8 +6,15 @@
 //! emits no event on the files themselves) plus a periodic content-hash poll.
 //! A new pair is parsed and validated (the key must match the leaf
 //! certificate) before it is swapped in; a bad pair keeps the old one.
+//!
+//! With client authentication ([`ClientAuthConfig`]) the listener requires
+//! a client certificate from a CA bundle that is reloaded the same way;
+//! [`LiveServerConfig`] holds the rustls configuration and is rebuilt when
+//! the bundle changes.
 
+mod client_auth;
 mod generate;
+mod live;
 mod load;
 mod reload;
 mod resolver;
@@ -15,9 +22,13 @@ mod resolver;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use client_auth::{
+    ClientAuthConfig, certificate_names, client_rejection, client_verifier, load_client_verifier,
+};
 pub use generate::{GeneratedCertificates, generate_into, server_names};
+pub use live::LiveServerConfig;
 pub use load::{LoadedPair, PemPair, content_hash, parse_pair, read_pair};
-pub use reload::{ReloadObserver, ReloadTask, spawn_reloader};
+pub use reload::{ReloadObserver, ReloadTask, spawn_client_ca_reloader, spawn_reloader};
 pub use resolver::ReloadingResolver;
 
 /// Server certificate (PEM, the leaf first, chain allowed).
@@ -88,11 +99,23 @@ pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// The rustls server configuration of the webhook listener: TLS 1.2 and 1.3
 /// only, ALPN `h2` and `http/1.1`, certificates from `resolver`.
 pub fn server_config(resolver: Arc<ReloadingResolver>) -> Result<rustls::ServerConfig, TlsError> {
-    let mut config = rustls::ServerConfig::builder_with_provider(crypto_provider())
+    server_config_with(resolver, None)
+}
+
+/// [`server_config`], requiring client certificates `client_verifier`
+/// accepts when one is given.
+pub fn server_config_with(
+    resolver: Arc<ReloadingResolver>,
+    client_verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+) -> Result<rustls::ServerConfig, TlsError> {
+    let builder = rustls::ServerConfig::builder_with_provider(crypto_provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(TlsError::Rustls)?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
+        .map_err(TlsError::Rustls)?;
+    let builder = match client_verifier {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }

@@ -1,7 +1,8 @@
-//! Keeps a [`ReloadingResolver`] in step with the certificate directory.
+//! Keeps a [`ReloadingResolver`] in step with the certificate directory, and
+//! a [`LiveServerConfig`] with the client CA bundle.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher as _};
@@ -10,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::{
-    CERT_FILE, LoadedPair, PemPair, ReloadingResolver, TlsError, content_hash, parse_pair,
-    read_pair,
+    CERT_FILE, ClientAuthConfig, LiveServerConfig, LoadedPair, PemPair, ReloadingResolver,
+    TlsError, client_verifier, content_hash, parse_pair, read_pair,
 };
 
 /// Time to let a writer finish both files after the first event.
@@ -23,6 +24,10 @@ pub trait ReloadObserver: Send + Sync + 'static {
     fn reloaded(&self, pair: &LoadedPair);
     /// The directory holds a pair that cannot be served; the old one stays.
     fn failed(&self, error: &TlsError);
+    /// Client certificates are checked against a new CA bundle.
+    fn client_ca_reloaded(&self) {}
+    /// The client CA bundle changed but cannot be used; the old one stays.
+    fn client_ca_failed(&self, _error: &TlsError) {}
 }
 
 /// The running reloader; dropping it stops the watch and the poll.
@@ -77,15 +82,14 @@ fn attempt(dir: &Path, current: [u8; 32], last_failed: Option<[u8; 32]>) -> Atte
 }
 
 /// Watch `dir` (the directory, so kubelet's `..data` symlink swap is seen)
-/// and poll it every `poll_interval` comparing content hashes; swap a new,
-/// valid pair into `resolver`. `current_hash` is the hash of the pair being
-/// served. Must be called inside a tokio runtime.
-pub fn spawn_reloader(
+/// and run `check` on a blocking thread after every burst of events
+/// (debounced) and every `poll_interval`. Must be called inside a tokio
+/// runtime.
+fn spawn_watching(
     dir: PathBuf,
-    resolver: Arc<ReloadingResolver>,
-    current_hash: [u8; 32],
     poll_interval: Duration,
-    observer: Arc<dyn ReloadObserver>,
+    what: &'static str,
+    check: Arc<dyn Fn() + Send + Sync>,
 ) -> ReloadTask {
     let (events_tx, mut events) = mpsc::channel::<()>(1);
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -101,14 +105,12 @@ pub fn spawn_reloader(
     let watcher = match watcher {
         Ok(watcher) => Some(watcher),
         Err(err) => {
-            tracing::warn!(dir = %dir.display(), error = %err, "cannot watch the certificate directory; relying on the periodic check");
+            tracing::warn!(dir = %dir.display(), error = %err, "cannot watch the {what} directory; relying on the periodic check");
             None
         }
     };
     let handle = tokio::spawn(async move {
         let _watcher = watcher;
-        let mut current = current_hash;
-        let mut last_failed = None;
         let mut poll = tokio::time::interval(poll_interval);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         poll.tick().await;
@@ -120,28 +122,102 @@ pub fn spawn_reloader(
                     while events.try_recv().is_ok() {}
                 }
             }
-            let look_dir = dir.clone();
-            let outcome =
-                tokio::task::spawn_blocking(move || attempt(&look_dir, current, last_failed)).await;
-            match outcome {
-                Ok(Attempt::Unchanged) => {}
-                Ok(Attempt::Reloaded(pair)) => {
-                    resolver.swap(pair.key.clone());
-                    current = pair.hash;
-                    last_failed = None;
-                    tracing::info!(dir = %dir.display(), not_after = pair.not_after, "serving the new certificate");
-                    observer.reloaded(&pair);
-                }
-                Ok(Attempt::Failed { key, error }) => {
-                    last_failed = Some(key);
-                    tracing::warn!(dir = %dir.display(), error = %error, "new certificate rejected; keeping the current one");
-                    observer.failed(&error);
-                }
-                Err(err) => {
-                    tracing::error!(error = %err, "certificate check panicked; keeping the current certificate");
-                }
+            let check = check.clone();
+            if let Err(err) = tokio::task::spawn_blocking(move || check()).await {
+                tracing::error!(error = %err, "{what} check panicked; keeping the current one");
             }
         }
     });
     ReloadTask { handle }
+}
+
+/// Watch `dir` and poll it every `poll_interval` comparing content hashes;
+/// swap a new, valid pair into `resolver`. `current_hash` is the hash of
+/// the pair being served. Must be called inside a tokio runtime.
+pub fn spawn_reloader(
+    dir: PathBuf,
+    resolver: Arc<ReloadingResolver>,
+    current_hash: [u8; 32],
+    poll_interval: Duration,
+    observer: Arc<dyn ReloadObserver>,
+) -> ReloadTask {
+    let state = Mutex::new((current_hash, None));
+    let look_dir = dir.clone();
+    let check = move || {
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (current, last_failed) = &mut *state;
+        match attempt(&look_dir, *current, *last_failed) {
+            Attempt::Unchanged => {}
+            Attempt::Reloaded(pair) => {
+                resolver.swap(pair.key.clone());
+                *current = pair.hash;
+                *last_failed = None;
+                tracing::info!(dir = %look_dir.display(), not_after = pair.not_after, "serving the new certificate");
+                observer.reloaded(&pair);
+            }
+            Attempt::Failed { key, error } => {
+                *last_failed = Some(key);
+                tracing::warn!(dir = %look_dir.display(), error = %error, "new certificate rejected; keeping the current one");
+                observer.failed(&error);
+            }
+        }
+    };
+    spawn_watching(dir, poll_interval, "certificate", Arc::new(check))
+}
+
+/// Watch the directory of `config.ca_file` and poll the file every
+/// `poll_interval`; build a verifier from a changed, valid bundle and make
+/// `live` require it from the next handshake on. A bad bundle keeps the
+/// current one. `current_hash` is the hash [`super::load_client_verifier`]
+/// returned. Must be called inside a tokio runtime.
+pub fn spawn_client_ca_reloader(
+    config: ClientAuthConfig,
+    live: Arc<LiveServerConfig>,
+    current_hash: [u8; 32],
+    poll_interval: Duration,
+    observer: Arc<dyn ReloadObserver>,
+) -> ReloadTask {
+    let dir = match config.ca_file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let state = Mutex::new((current_hash, None::<[u8; 32]>));
+    let check = move || {
+        let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (current, last_failed) = &mut *state;
+        let file = config.ca_file.display();
+        let (key, error) = match std::fs::read(&config.ca_file) {
+            Ok(pem) => {
+                let hash = content_hash(&pem, b"");
+                if hash == *current || Some(hash) == *last_failed {
+                    return;
+                }
+                let built = client_verifier(&pem, &config.ca_file, &config.allowed_names)
+                    .and_then(|verifier| live.set_client_verifier(verifier));
+                match built {
+                    Ok(()) => {
+                        *current = hash;
+                        *last_failed = None;
+                        tracing::info!(file = %file, "requiring client certificates from the new CA bundle");
+                        observer.client_ca_reloaded();
+                        return;
+                    }
+                    Err(error) => (hash, error),
+                }
+            }
+            Err(source) => {
+                let error = TlsError::Read {
+                    path: config.ca_file.clone(),
+                    source,
+                };
+                (Sha256::digest(error.to_string()).into(), error)
+            }
+        };
+        if Some(key) != *last_failed {
+            *last_failed = Some(key);
+            tracing::warn!(file = %file, error = %error, "new client CA bundle rejected; keeping the current one");
+            observer.client_ca_failed(&error);
+        }
+    };
+    spawn_watching(dir, poll_interval, "client CA", Arc::new(check))
 }

@@ -25,6 +25,7 @@ use crate::profile::BUILTIN_PROVIDERS;
 use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
+use crate::tls::ClientAuthConfig;
 use components::LeaderWork;
 
 /// Run the mutating admission webhook.
@@ -96,6 +97,25 @@ pub struct ServeArgs {
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
     pub register_webhook: bool,
+    /// Open webhook connections at most; further clients wait in the listen backlog
+    /// [default: the open-file limit less reserved descriptors, at most 16384].
+    #[arg(long, env = "SCION_MAX_CONNECTIONS", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+    /// Admission requests in flight at most; further ones are answered HTTP 429 at once.
+    #[arg(long, env = "SCION_MAX_REQUESTS_IN_FLIGHT", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests_in_flight: u32,
+    /// Require client certificates signed by a CA in this PEM bundle (reloaded when it changes).
+    #[arg(long, env = "SCION_CLIENT_CA_FILE", value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+    /// With --client-ca-file: accept only client certificates whose subject CN or a DNS SAN is one of these.
+    #[arg(
+        long,
+        env = "SCION_CLIENT_ALLOWED_NAMES",
+        value_name = "LIST",
+        value_delimiter = ',',
+        requires = "client_ca_file"
+    )]
+    pub client_allowed_names: Vec<String>,
     /// Image of the machine-controller-manager provider sidecar (beats the image vector).
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
     pub mcm_provider_image: Option<String>,
@@ -145,8 +165,10 @@ impl ServeArgs {
         Ok(())
     }
 
-    /// The server configuration these flags describe.
+    /// The server configuration these flags describe. The default
+    /// connection cap follows the open-file limit at the time of the call.
     pub fn server_config(&self) -> ServerConfig {
+        let defaults = ServerConfig::new(&self.cert.cert_dir);
         ServerConfig {
             listen: self.listen,
             health_listen: self.health_listen,
@@ -155,7 +177,23 @@ impl ServeArgs {
             cert_hosts: self.cert.cert_hosts.clone(),
             request_timeout: self.request_timeout,
             shutdown_grace: self.shutdown_grace,
-            ..ServerConfig::new(&self.cert.cert_dir)
+            max_connections: self
+                .max_connections
+                .map_or(defaults.max_connections, |n| n as usize),
+            max_requests_in_flight: self.max_requests_in_flight as usize,
+            client_auth: self
+                .client_ca_file
+                .as_ref()
+                .map(|ca_file| ClientAuthConfig {
+                    ca_file: ca_file.clone(),
+                    allowed_names: self
+                        .client_allowed_names
+                        .iter()
+                        .map(|n| n.trim().to_string())
+                        .filter(|n| !n.is_empty())
+                        .collect(),
+                }),
+            ..defaults
         }
     }
 }
@@ -295,6 +333,30 @@ fn leader_work(
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     logging::init(&args.log)?;
+    // Idle connections are bounded by deadlines and the connection cap, not
+    // by running out of descriptors; the default cap is sized from this.
+    match server::raise_open_file_limit() {
+        Ok((before, after)) if before != after => {
+            tracing::info!(
+                before,
+                after,
+                "raised the open-file limit to its hard limit"
+            );
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot raise the open-file limit"),
+    }
+    if let (Some(cap), Some(limit)) = (args.max_connections, server::open_file_limit()) {
+        let usable = limit.saturating_sub(server::reserved_descriptors() as u64);
+        if u64::from(cap) > usable {
+            tracing::warn!(
+                max_connections = cap,
+                open_file_limit = limit,
+                "--max-connections leaves fewer than {} descriptors for the rest of the process; accepts may fail before the cap is reached",
+                server::reserved_descriptors()
+            );
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -398,7 +460,48 @@ mod tests {
         assert_eq!(args.shutdown_grace, Duration::from_secs(15));
         assert_eq!(args.log.log_format, logging::LogFormat::Text);
         assert_eq!(args.log.log_level, "info");
+        assert_eq!(args.max_connections, None);
+        assert_eq!(args.max_requests_in_flight, 64);
+        assert_eq!(args.client_ca_file, None);
         assert!(args.validate().is_ok());
+        let config = args.server_config();
+        assert_eq!(
+            config.max_connections,
+            server::default_max_connections(server::open_file_limit())
+        );
+        assert_eq!(config.max_requests_in_flight, 64);
+        assert_eq!(config.client_auth, None);
+    }
+
+    #[test]
+    fn caps_and_client_authentication_flags() {
+        let args = parse(&[
+            "--provider",
+            "aws",
+            "--max-connections",
+            "500",
+            "--max-requests-in-flight",
+            "8",
+            "--client-ca-file",
+            "/etc/scion/client-ca.crt",
+            "--client-allowed-names",
+            "kube-apiserver, scion.garden.svc",
+        ])
+        .unwrap();
+        let config = args.server_config();
+        assert_eq!(config.max_connections, 500);
+        assert_eq!(config.max_requests_in_flight, 8);
+        assert_eq!(
+            config.client_auth,
+            Some(ClientAuthConfig {
+                ca_file: PathBuf::from("/etc/scion/client-ca.crt"),
+                allowed_names: vec!["kube-apiserver".into(), "scion.garden.svc".into()],
+            })
+        );
+        assert!(parse(&["--provider", "aws", "--max-connections", "0"]).is_err());
+        assert!(parse(&["--provider", "aws", "--max-requests-in-flight", "0"]).is_err());
+        // Names without a CA would silently check nothing.
+        assert!(parse(&["--provider", "aws", "--client-allowed-names", "x"]).is_err());
     }
 
     #[test]

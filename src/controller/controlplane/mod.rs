@@ -177,7 +177,8 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
     /// Gardener's delete: the config again (cleanup may need it), then the
     /// ManagedResources in order — storage classes; shoot CRDs, wait; shoot,
     /// wait for storage classes and shoot; seed, wait; configuration, wait —
-    /// the shoot access Secret, the shoot webhooks (wait), every certificate.
+    /// the shoot access Secret, the shoot webhooks (wait, unless hibernation is
+    /// enabled), every certificate.
     async fn delete(
         &self,
         cp: &ControlPlane,
@@ -216,7 +217,11 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         mrs.wait_deleted(CONFIG_MR).await?;
         deliver::delete_secret(&self.client, namespace, ccm::SHOOT_ACCESS_SECRET).await?;
         mrs.delete(SHOOT_WEBHOOKS_MR).await?;
-        mrs.wait_deleted(SHOOT_WEBHOOKS_MR).await?;
+        // Gardener skips this wait while hibernation is enabled: no shoot
+        // kube-apiserver runs to delete the webhooks from.
+        if !shoot.hibernation_enabled() {
+            mrs.wait_deleted(SHOOT_WEBHOOKS_MR).await?;
+        }
         certificates::delete_all(self, namespace).await
     }
 

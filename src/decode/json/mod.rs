@@ -51,7 +51,8 @@ pub struct Deserializer<'de> {
 }
 
 impl<'de> Deserializer<'de> {
-    pub fn from_str(text: &'de str) -> Self {
+    /// A reader over `text`, at its start.
+    pub fn new(text: &'de str) -> Self {
         Deserializer {
             text,
             pos: 0,

@@ -167,7 +167,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(disagreement::<Value>(text), None);
     prop_assert_eq!(disagreement::<IgnoredAny>(text), None);
     let reach = reach();
-    let mut de = Deserializer::from_str(text);
+    let mut de = Deserializer::new(text);
     let ours = Within(&reach)
         .deserialize(&mut de)
         .and_then(|v| de.end().map(|()| v));
@@ -208,7 +208,7 @@ proptest! {
         for text in [&compact, &pretty, &spaced] {
             check(text)?;
             // Valid texts must be accepted, not only agreed on.
-            let mut de = Deserializer::from_str(text);
+            let mut de = Deserializer::new(text);
             prop_assert!(serde::Deserialize::deserialize(&mut de).map(|_: IgnoredAny| ()).is_ok());
         }
         prop_assert_eq!(super::tests::ours::<Value>(&spaced).ok(), serde_json::from_str(&compact).ok());

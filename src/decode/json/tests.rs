@@ -16,7 +16,7 @@ use crate::decode::request::ReviewSeed;
 
 /// `text` read as a `T` by this reader, then `end`.
 pub(super) fn ours<T: DeserializeOwned>(text: &str) -> Result<T, super::Error> {
-    let mut de = Deserializer::from_str(text);
+    let mut de = Deserializer::new(text);
     let value = T::deserialize(&mut de)?;
     de.end()?;
     Ok(value)
@@ -271,14 +271,14 @@ fn the_rejections_serde_json_does_not_make_are_the_documented_ones() {
         Some(b"a\n".to_vec())
     );
     assert_eq!(
-        bytes_of(&mut Deserializer::from_str("\"a\\n\"")),
+        bytes_of(&mut Deserializer::new("\"a\\n\"")),
         Some(b"a\n".to_vec())
     );
     assert_eq!(
         bytes_of(&mut serde_json::Deserializer::from_str("\"\u{1}\"")),
         Some(vec![1])
     );
-    assert_eq!(bytes_of(&mut Deserializer::from_str("\"\u{1}\"")), None);
+    assert_eq!(bytes_of(&mut Deserializer::new("\"\u{1}\"")), None);
 }
 
 /// A byte string read with `deserialize_bytes`.
@@ -298,7 +298,7 @@ fn bytes_of<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Option<Vec<u8>
 
 /// Both readers through the review decoder's seeds, compared field by field.
 fn assert_reviews_agree(text: &str, reach: &ObjectReach) {
-    let mut de = Deserializer::from_str(text);
+    let mut de = Deserializer::new(text);
     let ours = ReviewSeed(reach).deserialize(&mut de).unwrap();
     de.end().unwrap();
     let mut de = serde_json::Deserializer::from_str(text);

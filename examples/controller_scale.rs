@@ -10,6 +10,7 @@
 //!    resync or a controller restart) — the API calls and writes it makes;
 //! 3. **storm**: gardenlet restarted and annotated every ControlPlane with
 //!    `gardener.cloud/operation: reconcile` — time and API calls;
+//!
 //! then the controller process's peak RSS (VmHWM) and the fake's.
 //!
 //! ```text
@@ -17,7 +18,7 @@
 //! cargo run --release --example controller_scale -- --controlplanes 200
 //! ```
 
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 #[path = "../tests/support/controller/mod.rs"]
 mod support;
 

@@ -26,6 +26,7 @@ fn name_of(names: Names) -> Option<String> {
         Names::Any => None,
         Names::WebhookConfiguration => Some(ext().webhook_config_name()),
         Names::ExtensionNamespace => Some(ext().namespace().to_owned()),
+        Names::HeartbeatLease => Some("gardener-extension-heartbeat".to_owned()),
     }
 }
 

@@ -2,6 +2,7 @@
 //! environment variable `SCION_<FLAG>`.
 
 pub mod certs;
+pub mod images;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;
@@ -34,6 +35,8 @@ pub enum Command {
     Mutate(mutate::MutateArgs),
     /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
     Render(render::RenderArgs),
+    /// List the image vector of a provider (for relocating the images).
+    Images(images::ImagesArgs),
 }
 
 /// One line for an error chain, skipping causes whose text the line already holds.
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
         Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
+        Command::Images(args) => images::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
 use crate::mutation::{Engine, Outcome, dispatch, mutate_request};
-use crate::profile::Profile;
+use crate::profile::{ImageVector, Profile};
 use crate::state::{DecodedObject, Document, ObjectsDir, Snapshot, StateSource, decode_object};
 
 /// Output format of `scion mutate`.
@@ -38,7 +38,8 @@ pub struct MutateArgs {
     /// ConfigMaps the rules read.
     #[arg(long, env = "SCION_CLUSTER")]
     pub cluster: Option<PathBuf>,
-    /// Override the image of the machine-controller-manager provider sidecar.
+    /// Override the image of the machine-controller-manager provider sidecar
+    /// (beats the image vector).
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE")]
     pub mcm_provider_image: Option<String>,
     /// The object manifest or AdmissionReview (YAML or JSON); `-` for stdin.
@@ -57,7 +58,10 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         Some(path) => Profile::load(path)?,
         None => Profile::builtin(&args.provider)?,
     };
-    let engine = Engine::new(profile).with_sidecar_image(args.mcm_provider_image.clone());
+    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let engine = Engine::new(profile)
+        .with_image_vector(&images)
+        .with_sidecar_image(args.mcm_provider_image.clone());
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;
     let request = request_from_input(&text).with_context(|| {

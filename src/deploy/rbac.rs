@@ -60,6 +60,8 @@ pub enum Names {
     WebhookConfiguration,
     /// Only the Namespace the extension runs in.
     ExtensionNamespace,
+    /// Only the Lease `gardener-extension-heartbeat`.
+    HeartbeatLease,
 }
 
 impl Names {
@@ -68,6 +70,7 @@ impl Names {
             Names::Any => None,
             Names::WebhookConfiguration => Some(vec![ext.webhook_config_name()]),
             Names::ExtensionNamespace => Some(vec![ext.namespace().to_owned()]),
+            Names::HeartbeatLease => Some(vec![crate::gardener::HEARTBEAT_LEASE_NAME.to_owned()]),
         }
     }
 }
@@ -99,17 +102,6 @@ pub struct ApiCall {
 
 const EXTENSIONS: &str = "extensions.gardener.cloud";
 
-/// The objects the ControlPlane reconciler manages in shoot namespaces for the
-/// cloud-controller-manager.
-pub const CCM_OBJECTS: &[GroupResource] = &[
-    gr("", "configmaps"),
-    gr("", "secrets"),
-    gr("", "services"),
-    gr("apps", "deployments"),
-    gr("autoscaling.k8s.io", "verticalpodautoscalers"),
-    gr("policy", "poddisruptionbudgets"),
-];
-
 /// Every Kubernetes API call scion makes, one row per call site.
 pub const API_CALLS: &[ApiCall] = &[
     ApiCall {
@@ -134,53 +126,80 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: finalizer and operation-annotation patch",
+        site: "controller::extension: finalizer and operation-annotation patch",
         resources: &[gr(EXTENSIONS, "controlplanes")],
         verbs: &[Verb::Patch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: status patch",
+        site: "controller: status patch (operations, health conditions)",
         resources: &[gr(EXTENSIONS, "controlplanes/status")],
         verbs: &[Verb::Patch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        // The owner references set blockOwnerDeletion, which the
-        // OwnerReferencesPermissionEnforcement admission plugin only allows
-        // with update on the owner's finalizers.
-        site: "controller: owner references to the ControlPlane",
-        resources: &[gr(EXTENSIONS, "controlplanes/finalizers")],
-        verbs: &[Verb::Update],
-        scope: Scope::Cluster,
-        names: Names::Any,
-    },
-    ApiCall {
-        site: "controller: watch of the CCM Deployments, Services and PDBs it owns",
-        resources: &[
-            gr("", "services"),
-            gr("apps", "deployments"),
-            gr("policy", "poddisruptionbudgets"),
-        ],
+        site: "controller::health: cache of the CCM Deployments (label-selected watch)",
+        resources: &[gr("apps", "deployments")],
         verbs: &[Verb::List, Verb::Watch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "controller::apply: GET the live object, server-side apply when it differs (create on first apply); GET kube-apiserver for hibernation",
-        resources: CCM_OBJECTS,
-        verbs: &[Verb::Get, Verb::Create, Verb::Patch],
+        site: "controller::health: caches of the three ManagedResources (name-selected watches)",
+        resources: &[gr("resources.gardener.cloud", "managedresources")],
+        verbs: &[Verb::List, Verb::Watch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: cleanup of the CCM objects on ControlPlane deletion",
-        resources: CCM_OBJECTS,
-        verbs: &[Verb::Delete],
+        site: "controller::controlplane::deliver: ManagedResources: get, create, update when the spec changes, keepObjects patch on migrate, delete",
+        resources: &[gr("resources.gardener.cloud", "managedresources")],
+        verbs: &[
+            Verb::Get,
+            Verb::Create,
+            Verb::Update,
+            Verb::Patch,
+            Verb::Delete,
+        ],
         scope: Scope::Cluster,
         names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::controlplane::deliver: ManagedResource Secrets (create, delete), old ones labelled garbage-collectable (get, patch), the shoot access Secret (get, create, patch, delete)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::Get, Verb::Create, Verb::Patch, Verb::Delete],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::controlplane::certificates: the secrets manager's Secrets (list by label, create, delete stale)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::List, Verb::Create, Verb::Delete],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::controlplane: GET kube-apiserver (hibernation) and the CCM Deployment (Secrets it mounts, before cleanup)",
+        resources: &[gr("apps", "deployments")],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::heartbeat: create the heartbeat Lease",
+        resources: &[gr("coordination.k8s.io", "leases")],
+        verbs: &[Verb::Create],
+        scope: Scope::ExtensionNamespace,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::heartbeat: read and renew the heartbeat Lease",
+        resources: &[gr("coordination.k8s.io", "leases")],
+        verbs: &[Verb::Get, Verb::Patch],
+        scope: Scope::ExtensionNamespace,
+        names: Names::HeartbeatLease,
     },
     ApiCall {
         site: "server: leader election Lease",

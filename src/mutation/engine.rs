@@ -4,6 +4,7 @@
 //! 1. [`Engine::needs`] — which Secrets/ConfigMaps the matching rules read;
 //! 2. [`Engine::mutate`] — the mutated object, given those objects.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use json_patch::Patch;
@@ -16,12 +17,14 @@ use super::shape::ApplyError;
 use crate::admission::Denial;
 use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
-use crate::profile::{Action, Facts, Place, Profile, Rule, Target};
+use crate::profile::{Action, Facts, FindOptions, ImageVector, Place, Profile, Rule, Target};
 
 /// A provider profile ready to mutate objects. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Engine {
     profile: Arc<Profile>,
+    /// The image of each name the profile uses that the vector has.
+    images: Arc<BTreeMap<String, String>>,
     sidecar_image: Option<String>,
     /// What of an object the profile reads or writes.
     reach: Arc<ObjectReach>,
@@ -60,12 +63,42 @@ impl Mutation<'_> {
 }
 
 impl Engine {
+    /// The engine with the images of the profile's provider's built-in image
+    /// vector (none for a provider scion has no vector for; see
+    /// [`Engine::with_image_vector`]).
     pub fn new(profile: Profile) -> Self {
+        let vector = ImageVector::builtin(&profile.provider);
         Engine {
             reach: Arc::new(footprint(&profile)),
+            images: Arc::new(resolve_images(&profile, &vector)),
             profile: Arc::new(profile),
             sidecar_image: None,
         }
+    }
+
+    /// Resolve the profile's image names in `vector` instead (the built-in one
+    /// with `IMAGEVECTOR_OVERWRITE` merged, say).
+    pub fn with_image_vector(mut self, vector: &ImageVector) -> Self {
+        self.images = Arc::new(resolve_images(&self.profile, vector));
+        self
+    }
+
+    /// The image names the rules use that neither the vector nor the sidecar
+    /// override resolves; `serve` refuses to start with any.
+    pub fn unresolved_images(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (_, rules) in &self.profile.components {
+            for action in rules.iter().flat_map(|r| &r.actions) {
+                if let Action::ProviderSidecar(s) = action
+                    && self.sidecar_image.is_none()
+                    && !self.images.contains_key(&s.image)
+                    && !out.contains(&s.image)
+                {
+                    out.push(s.image.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Use `image` for every `providerSidecar` instead of the profile's.
@@ -154,6 +187,7 @@ impl Engine {
             namespace,
             region: shoot.region(),
             objects,
+            images: &self.images,
             sidecar_image: self.sidecar_image.as_deref(),
         };
         let mut draft = Draft::new(object);
@@ -174,6 +208,10 @@ impl Engine {
                     ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
                         "could not get {} '{namespace}/{name}': not found",
                         kind.word()
+                    )),
+                    ApplyError::NoImage(name) => Denial::Forbidden(format!(
+                        "image {name:?} (rule \"{}\") is not in the image vector",
+                        rule.name
                     )),
                 })?;
             }
@@ -262,4 +300,20 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
         }
     }
     Ok(())
+}
+
+/// The image of every sidecar name of the profile the vector has. The
+/// sidecars carry no version constraint: the lookup is without versions.
+fn resolve_images(profile: &Profile, vector: &ImageVector) -> BTreeMap<String, String> {
+    let mut images = BTreeMap::new();
+    for (_, rules) in &profile.components {
+        for action in rules.iter().flat_map(|r| &r.actions) {
+            if let Action::ProviderSidecar(s) = action
+                && let Ok(image) = vector.find(&s.image, &FindOptions::default())
+            {
+                images.insert(s.image.clone(), image);
+            }
+        }
+    }
+    images
 }

@@ -10,7 +10,8 @@
 //! | `targets.rs` | the components rules apply to ([`TARGETS`]) and where actions write ([`Place`], [`Action::touches`]) |
 //! | `condition.rs` | the condition language ([`Condition`], evaluated over [`Facts`]) |
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
-//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs` | the `ccm:` section ([`CcmSpec`]) |
+//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs`, `ccm_objects.rs` | the `ccm:` section ([`CcmSpec`]) and its extra objects |
+//! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]); `builtin/imagevector/<provider>.yaml` are the built-in ones |
 //! | `validate.rs` | the checks serde cannot make |
 //!
 //! The schema is documented in `docs/profiles.md`; the built-in profiles live
@@ -19,8 +20,10 @@
 mod actions;
 pub mod ccm;
 mod ccm_entries;
+mod ccm_objects;
 mod ccm_parts;
 mod condition;
+pub mod imagevector;
 mod targets;
 mod validate;
 mod version;
@@ -37,6 +40,7 @@ pub use actions::{
 };
 pub use ccm::CcmSpec;
 pub use condition::{Condition, ConditionError, Config, Fact, Facts, FieldTest};
+pub use imagevector::{FindOptions, ImageVector, ImageVectorError};
 pub use targets::{Place, TARGETS, Target, Touch, target_for_component};
 pub use version::VersionRange;
 
@@ -199,6 +203,29 @@ impl Profile {
             .find(|(c, _)| *c == component)
             .map(|(_, rules)| rules.as_slice())
             .unwrap_or(&[])
+    }
+
+    /// The image names the profile uses (the sidecars' and the CCM's), each
+    /// once, in the order they appear; [`ImageVector::has`] tells which a
+    /// vector lacks.
+    pub fn image_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        let sidecars = self
+            .components
+            .iter()
+            .flat_map(|(_, rules)| rules)
+            .flat_map(|r| &r.actions);
+        for action in sidecars {
+            if let Action::ProviderSidecar(s) = action {
+                names.push(&s.image);
+            }
+        }
+        if let Some(ccm) = &self.ccm {
+            names.extend(ccm.image_names());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        names.retain(|n| seen.insert(*n));
+        names
     }
 
     /// The `ccm:` section, which the ControlPlane controller needs.

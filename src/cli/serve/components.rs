@@ -9,9 +9,14 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::FutureExt as _;
 
-use crate::controller::{self, StopSignal};
+use crate::controller::health::{Caches, HealthChecks};
+use crate::controller::heartbeat::Heartbeat;
+use crate::controller::{
+    self, ControlPlaneActuator, ControlPlaneReconciler, StopSignal, controlplane, extension,
+};
 use crate::deploy::{self, Extension};
-use crate::profile::CcmSpec;
+use crate::profile::ccm::ConfigDelivery;
+use crate::profile::{CcmSpec, ImageVector};
 use crate::server::Readiness;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
 
@@ -70,14 +75,17 @@ pub async fn open_state(
 pub struct LeaderWork {
     pub client: kube::Client,
     pub extension: Extension,
-    pub controller: Option<Arc<controller::Context>>,
+    pub controller: Option<Arc<ControlPlaneReconciler>>,
+    /// The health checks (they read the controller's cache, so they run with it).
+    pub health: Option<Arc<HealthChecks>>,
+    pub heartbeat: Option<Heartbeat>,
     pub register_webhook: Option<PathBuf>,
 }
 
 impl LeaderWork {
-    /// Nothing to do: neither a controller nor registration was asked for.
+    /// Nothing to do: no controller, heartbeat or registration was asked for.
     pub fn is_empty(&self) -> bool {
-        self.controller.is_none() && self.register_webhook.is_none()
+        self.controller.is_none() && self.heartbeat.is_none() && self.register_webhook.is_none()
     }
 
     /// Hold the Lease of the extension and run the work while leading.
@@ -101,10 +109,31 @@ impl LeaderWork {
 
     async fn lead(&self, stop: StopSignal) {
         let stop = stop.shared();
-        let controller = self.controller.clone().map(|ctx| {
+        let mut tasks = Vec::new();
+        if let Some(ctx) = self.controller.clone() {
             tracing::info!("starting the ControlPlane controller");
-            tokio::spawn(controller::run(ctx, stop.clone()))
-        });
+            let (store_tx, store_rx) = tokio::sync::oneshot::channel();
+            tasks.push(tokio::spawn(extension::run(
+                ctx,
+                move |store| {
+                    let _ = store_tx.send(store);
+                },
+                stop.clone(),
+            )));
+            if let Some(health) = self.health.clone()
+                && let Ok(store) = store_rx.await
+            {
+                tracing::info!(period = ?health.period, "starting the health checks");
+                let (caches, driver) =
+                    Caches::start(&self.client, store, &health.managed_resources, stop.clone());
+                tasks.push(tokio::spawn(driver));
+                tasks.push(tokio::spawn(health.run(caches, stop.clone())));
+            }
+        }
+        if let Some(heartbeat) = self.heartbeat.clone() {
+            tracing::info!(lease = %format!("{}/{}", heartbeat.namespace, controller::heartbeat::LEASE_NAME), "starting the heartbeat");
+            tasks.push(tokio::spawn(heartbeat.run(stop.clone())));
+        }
         if let Some(ca_file) = &self.register_webhook {
             deploy::keep_registered(
                 &self.client,
@@ -115,26 +144,62 @@ impl LeaderWork {
             )
             .await;
         }
-        if let Some(task) = controller
-            && let Err(err) = task.await
-        {
-            tracing::warn!(error = %err, "ControlPlane controller task ended abnormally");
+        for task in tasks {
+            if let Err(err) = task.await {
+                tracing::warn!(error = %err, "leader task ended abnormally");
+            }
         }
     }
 }
 
-/// The ControlPlane controller's context: the API client, the state source and
-/// the CCM section of the provider profile.
+/// What the ControlPlane controller is built from.
+pub struct ControllerSettings {
+    pub provider: String,
+    pub spec: CcmSpec,
+    pub images: ImageVector,
+    pub ignore_operation_annotation: bool,
+}
+
+/// The ControlPlane reconciler with its actuator.
 pub fn controller_context(
     client: kube::Client,
     state: Arc<dyn StateSource>,
-    provider: &str,
-    spec: CcmSpec,
-) -> Arc<controller::Context> {
-    Arc::new(controller::Context::new(
+    settings: ControllerSettings,
+) -> Arc<ControlPlaneReconciler> {
+    let mut actuator = ControlPlaneActuator::new(
+        client.clone(),
+        state.clone(),
+        &settings.provider,
+        Arc::new(settings.spec),
+    );
+    actuator.images = Arc::new(settings.images);
+    let mut reconciler = ControlPlaneReconciler::new(client, state, settings.provider, actuator);
+    reconciler.ignore_operation_annotation = settings.ignore_operation_annotation;
+    Arc::new(reconciler)
+}
+
+/// The health checks of the ControlPlanes: the CCM Deployment and the
+/// ManagedResources the actuator writes.
+pub fn health_checks(
+    client: kube::Client,
+    state: Arc<dyn StateSource>,
+    reconciler: &ControlPlaneReconciler,
+    period: std::time::Duration,
+) -> Arc<HealthChecks> {
+    let mut managed_resources = Vec::new();
+    if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
+        managed_resources.push(controlplane::CONFIG_MR.to_string());
+    }
+    managed_resources.push(controlplane::SEED_MR.to_string());
+    managed_resources.push(controlplane::SHOOT_MR.to_string());
+    Arc::new(HealthChecks {
         client,
         state,
-        provider,
-        Arc::new(spec),
-    ))
+        provider: reconciler.provider.clone(),
+        classes: reconciler.classes.clone(),
+        period,
+        deployments: vec![controlplane::CCM_DEPLOYMENT.to_string()],
+        managed_resources,
+        now: controller::extension::status::now_rfc3339,
+    })
 }

@@ -22,7 +22,7 @@ use crate::admission::Mutator;
 use crate::deploy::Extension;
 use crate::mutation::{Engine, WebhookMutator};
 use crate::profile::BUILTIN_PROVIDERS;
-use crate::profile::Profile;
+use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
 use crate::tls::ClientAuthConfig;
@@ -63,15 +63,36 @@ pub struct ServeArgs {
     #[arg(long, env = "SCION_SHUTDOWN_GRACE", value_name = "DUR", default_value = "15s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
     /// Controllers run by the leader replica when a Kubernetes API is configured:
-    /// `controlplane` (deploys the cloud-controller-manager), or `none`.
+    /// `controlplane` (deploys the cloud-controller-manager), `healthcheck`
+    /// (ControlPlaneHealthy, needs `controlplane`), `heartbeat` (the
+    /// gardener-extension-heartbeat Lease), or `none`.
     #[arg(
         long,
         env = "SCION_CONTROLLERS",
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "controlplane"
+        default_value = "controlplane,healthcheck,heartbeat"
     )]
     pub controllers: Vec<ControllerName>,
+    /// Render new desired state on every change of a ControlPlane or its
+    /// Cluster, not only when gardenlet requests it (Gardener's flag).
+    #[arg(long, env = "SCION_IGNORE_OPERATION_ANNOTATION")]
+    pub ignore_operation_annotation: bool,
+    /// How often the health checks run.
+    #[arg(long, env = "SCION_HEALTHCHECK_SYNC_PERIOD", value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    pub healthcheck_sync_period: Duration,
+    /// Namespace of the heartbeat Lease (default: the extension's namespace,
+    /// `--webhook-namespace`; Gardener's env LEADER_ELECTION_NAMESPACE also works).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE", value_name = "NS")]
+    pub heartbeat_namespace: Option<String>,
+    /// How often the heartbeat Lease is renewed (also its leaseDurationSeconds).
+    #[arg(
+        long,
+        env = "SCION_HEARTBEAT_RENEW_INTERVAL_SECONDS",
+        value_name = "N",
+        default_value_t = 30
+    )]
+    pub heartbeat_renew_interval_seconds: u64,
     /// Create or update the MutatingWebhookConfiguration with the CA bundle in
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
@@ -95,7 +116,7 @@ pub struct ServeArgs {
         requires = "client_ca_file"
     )]
     pub client_allowed_names: Vec<String>,
-    /// Image of the machine-controller-manager provider sidecar (overrides the profile's).
+    /// Image of the machine-controller-manager provider sidecar (beats the image vector).
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
     pub mcm_provider_image: Option<String>,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
@@ -111,6 +132,10 @@ pub struct ServeArgs {
 pub enum ControllerName {
     /// The ControlPlane reconciler (cloud-controller-manager).
     Controlplane,
+    /// The ControlPlane health checks.
+    Healthcheck,
+    /// The heartbeat Lease.
+    Heartbeat,
     /// No controller.
     None,
 }
@@ -130,6 +155,12 @@ impl ServeArgs {
         }
         if self.request_timeout.is_zero() {
             return Err("--request-timeout must be above zero".into());
+        }
+        if self.heartbeat_renew_interval_seconds == 0 {
+            return Err("--heartbeat-renew-interval-seconds must be greater than 0".into());
+        }
+        if self.healthcheck_sync_period.is_zero() {
+            return Err("--healthcheck-sync-period must be above zero".into());
         }
         Ok(())
     }
@@ -191,21 +222,35 @@ fn load_profile(args: &ServeArgs) -> anyhow::Result<Profile> {
 fn build_mutator(
     args: &ServeArgs,
     profile: Profile,
+    images: &ImageVector,
     state: Arc<dyn StateSource>,
-) -> Arc<dyn Mutator> {
-    let engine = Engine::new(profile).with_sidecar_image(args.mcm_provider_image.clone());
-    Arc::new(WebhookMutator::new(engine, state))
+) -> anyhow::Result<Arc<dyn Mutator>> {
+    let engine = Engine::new(profile)
+        .with_image_vector(images)
+        .with_sidecar_image(args.mcm_provider_image.clone());
+    let unresolved = engine.unresolved_images();
+    if !unresolved.is_empty() {
+        anyhow::bail!(
+            "the profile names images the image vector does not have: {} (add them with {} or pass --mcm-provider-image)",
+            unresolved.join(", "),
+            crate::profile::imagevector::OVERWRITE_ENV
+        );
+    }
+    Ok(Arc::new(WebhookMutator::new(engine, state)))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
 fn leader_work(
     args: &ServeArgs,
     profile: &Profile,
+    images: &ImageVector,
     state: &Arc<dyn StateSource>,
     client: Option<kube::Client>,
 ) -> anyhow::Result<Option<LeaderWork>> {
-    let wants_controller = args.controllers.contains(&ControllerName::Controlplane)
-        && !args.controllers.contains(&ControllerName::None);
+    let wants = |name| {
+        args.controllers.contains(&name) && !args.controllers.contains(&ControllerName::None)
+    };
+    let wants_controller = wants(ControllerName::Controlplane);
     let Some(client) = client else {
         if args.register_webhook {
             anyhow::bail!(
@@ -229,19 +274,56 @@ fn leader_work(
         let spec = profile.ccm().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
+        let missing: Vec<&str> = spec
+            .image_names()
+            .into_iter()
+            .filter(|n| !images.has(n))
+            .collect();
+        if !missing.is_empty() {
+            anyhow::bail!(
+                "the ccm section names images the image vector does not have: {}",
+                missing.join(", ")
+            );
+        }
         Some(components::controller_context(
             client.clone(),
             state.clone(),
-            &provider,
-            spec,
+            components::ControllerSettings {
+                provider: provider.clone(),
+                spec,
+                images: images.clone(),
+                ignore_operation_annotation: args.ignore_operation_annotation,
+            },
         ))
     } else {
         None
     };
+    let health = match &controller {
+        Some(ctx) if wants(ControllerName::Healthcheck) => Some(components::health_checks(
+            client.clone(),
+            state.clone(),
+            ctx,
+            args.healthcheck_sync_period,
+        )),
+        _ => None,
+    };
+    let heartbeat =
+        wants(ControllerName::Heartbeat).then(|| crate::controller::heartbeat::Heartbeat {
+            client: client.clone(),
+            namespace: args
+                .heartbeat_namespace
+                .clone()
+                .unwrap_or_else(|| namespace.clone()),
+            holder: format!("provider-{provider}"),
+            interval: Duration::from_secs(args.heartbeat_renew_interval_seconds),
+            now: crate::controller::heartbeat::now_micro,
+        });
     let work = LeaderWork {
         client,
         extension,
         controller,
+        health,
+        heartbeat,
         register_webhook: args
             .register_webhook
             .then(|| args.cert.cert_dir.join(crate::tls::CA_CERT_FILE)),
@@ -296,8 +378,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = load_profile(&args)?;
+    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
-    let leader = leader_work(&args, &profile, &choice.state, choice.client)?.map(|work| {
+    let leader = leader_work(&args, &profile, &images, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             if let Err(err) = work.run(shutdown).await {
@@ -305,7 +388,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         })
     });
-    let mutator = build_mutator(&args, profile, choice.state.clone());
+    let mutator = build_mutator(&args, profile, &images, choice.state.clone())?;
     server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
     if let Some(leader) = leader {
         // The lease is released once the leader work has seen the shutdown.
@@ -435,8 +518,29 @@ mod tests {
     #[test]
     fn controllers_default_to_controlplane_and_can_be_turned_off() {
         let args = parse(&["--provider", "aws"]).unwrap();
-        assert_eq!(args.controllers, [ControllerName::Controlplane]);
+        assert_eq!(
+            args.controllers,
+            [
+                ControllerName::Controlplane,
+                ControllerName::Healthcheck,
+                ControllerName::Heartbeat
+            ]
+        );
         assert!(!args.register_webhook);
+        assert!(!args.ignore_operation_annotation);
+        assert_eq!(args.healthcheck_sync_period, Duration::from_secs(30));
+        assert_eq!(args.heartbeat_renew_interval_seconds, 30);
+        let zero = parse(&[
+            "--provider",
+            "aws",
+            "--heartbeat-renew-interval-seconds",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(
+            zero.validate().unwrap_err(),
+            "--heartbeat-renew-interval-seconds must be greater than 0"
+        );
         let off = parse(&["--provider", "aws", "--controllers", "none"]).unwrap();
         assert_eq!(off.controllers, [ControllerName::None]);
         assert!(parse(&["--provider", "aws", "--controllers", "worker"]).is_err());

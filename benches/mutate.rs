@@ -2,6 +2,8 @@
 //! server handles it: parse the review (the object only within the engine's
 //! reach), run the webhook mutator (shoot lookup, rules), diff and serialise the
 //! AdmissionReview response with its base64 patch. Target: under 50 µs.
+//! `osc_admission_review_end_to_end` does the same for an OperatingSystemConfig
+//! review (issue 15's target: under 150 µs).
 //!
 //! The recorded fixture is pretty-printed for reading; the API server sends
 //! compact JSON, so the bench feeds the fixture re-encoded compactly (10 KB).
@@ -20,6 +22,12 @@ use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
 use scion::state::Snapshot;
 use serde::Deserialize as _;
+
+/// gardenlet's UPDATE of a worker pool's `-original` OperatingSystemConfig as
+/// the API server sends it (examples/osc/generate.py): the object with its
+/// kubelet unit, b64 kubelet configuration, CA bundles and scripts, and the
+/// stored object as `oldObject`; 84 KB compact, mostly base64.
+const OSC_REVIEW: &[u8] = include_bytes!("../examples/reviews/aws-operatingsystemconfig.json");
 
 const RECORDED: &[u8] = include_bytes!(
     "../tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
@@ -120,6 +128,55 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("part_parse_review", |b| {
         b.iter(|| mutator.decode(std::hint::black_box(review)))
+    });
+    // The OperatingSystemConfig webhook: kubelet unit, b64 kubelet
+    // configuration and sysctl re-encoded, ECR and MTU files and units added.
+    let osc: serde_json::Value = serde_json::from_slice(OSC_REVIEW).expect("example is JSON");
+    let osc = serde_json::to_vec(&osc).expect("serialises");
+    let mut shoot_osc = shoot();
+    shoot_osc.cluster_name = "shoot--dev--aws".into();
+    shoot_osc.shoot.spec.provider.infrastructure_config =
+        Some(serde_json::json!({"kind": "InfrastructureConfig"}));
+    let mut osc_snap = Snapshot::default();
+    osc_snap.insert_shoot(shoot_osc);
+    let osc_mutator = WebhookMutator::new(
+        Engine::new(Profile::builtin("aws").expect("built-in")),
+        Arc::new(osc_snap),
+    );
+    assert!(
+        handle(&osc_mutator, &osc).len() > 1000,
+        "the OSC is patched"
+    );
+    c.bench_function("osc_admission_review_end_to_end", |b| {
+        b.iter(|| handle(&osc_mutator, std::hint::black_box(&osc)))
+    });
+    // The kubelet configuration codec, the OSC's main cost: YAML in, the
+    // Go struct's JSON form, YAML out.
+    let osc_object: serde_json::Value = serde_json::from_slice(OSC_REVIEW).expect("JSON");
+    let config_text = osc_object["request"]["object"]["spec"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| f["path"] == scion::mutation::osc::KUBELET_CONFIG)
+        .and_then(|f| f["content"]["inline"]["data"].as_str())
+        .map(|d| scion::mutation::osc::file::decode("b64", d).expect("b64"))
+        .map(|b| String::from_utf8(b).expect("UTF-8"))
+        .expect("a kubelet configuration");
+    let library = scion::mutation::osc::kubelet::NEWEST_LIBRARY;
+    c.bench_function("part_osc_kubelet_yaml_parse", |b| {
+        b.iter(|| {
+            serde_saphyr::from_str::<serde_json::Value>(std::hint::black_box(&config_text))
+                .expect("YAML")
+        })
+    });
+    c.bench_function("part_osc_kubelet_decode", |b| {
+        b.iter(|| {
+            scion::mutation::osc::kubelet::decode(std::hint::black_box(&config_text), library)
+        })
+    });
+    let config = scion::mutation::osc::kubelet::decode(&config_text, library).expect("decodes");
+    c.bench_function("part_osc_kubelet_encode", |b| {
+        b.iter(|| scion::mutation::osc::kubelet::encode(std::hint::black_box(&config)))
     });
     let request = mutator.decode(review).expect("fixture parses");
     c.bench_function("part_mutate_and_diff", |b| {

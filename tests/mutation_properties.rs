@@ -55,6 +55,35 @@ fn named<'a>(items: &'a [Value], key: &str, name: &str) -> Option<&'a Value> {
     items.iter().find(|c| c[key] == name)
 }
 
+/// An OSC keeps its unknown units and files, unchanged, and its kubelet flags.
+fn check_osc_preserved(input: &Value, out: &Value, extras: &Extras) -> Result<(), TestCaseError> {
+    for key in ["units", "files"] {
+        let name = if key == "units" { "name" } else { "path" };
+        let before = input["spec"][key].as_array().cloned().unwrap_or_default();
+        let after = out["spec"][key].as_array().cloned().unwrap_or_default();
+        for item in before.iter().filter(|i| {
+            let n = i[name].as_str().unwrap_or_default();
+            n.starts_with("x-side-") || n.starts_with("/x/")
+        }) {
+            prop_assert!(
+                after.contains(item),
+                "unknown {} {} changed or lost",
+                key,
+                item[name]
+            );
+        }
+    }
+    let unit = out["spec"]["units"]
+        .as_array()
+        .and_then(|u| u.iter().find(|u| u["name"] == "kubelet.service"))
+        .and_then(|u| u["content"].as_str())
+        .unwrap_or_default();
+    for flag in &extras.flags {
+        prop_assert!(unit.contains(flag.as_str()), "flag {} lost", flag);
+    }
+    Ok(())
+}
+
 /// Everything in `extras` is still in `out`, unchanged.
 fn check_preserved(target: &Target, extras: &Extras, out: &Value) -> Result<(), TestCaseError> {
     for (depth, key, value) in &extras.unknown {
@@ -72,6 +101,9 @@ fn check_preserved(target: &Target, extras: &Extras, out: &Value) -> Result<(), 
             out.pointer(&pointer).and_then(Value::as_str),
             Some(v.as_str())
         );
+    }
+    if target.is_osc() || target.is_secret() || target.is_etcd() {
+        return Ok(());
     }
     let key = if target.is_vpa() {
         "containerName"
@@ -149,6 +181,9 @@ proptest! {
         prop_assert_eq!(&twice, &once, "mutating twice differs from once");
         prop_assert_eq!(second_patch, b"[]".to_vec());
         check_preserved(target, &extras, &once)?;
+        if target.is_osc() {
+            check_osc_preserved(&input, &once, &extras)?;
+        }
     }
 
     /// An object being deleted passes unchanged.
@@ -172,8 +207,12 @@ proptest! {
         let m = mutator(&s, target, &data);
         let mut input = object(target, &extras);
         match how {
+            // Any name is an OSC's: another purpose passes instead.
+            0 if target.is_osc() => input["spec"]["purpose"] = json!("provision"),
+            0 if target.is_etcd() => input["metadata"]["name"] = json!(format!("etcd-main-{suffix}")),
+            0 if target.is_secret() => input["metadata"]["name"] = json!(format!("cloudprovider-{suffix}")),
             0 => input["metadata"]["name"] = json!(format!("{}-{suffix}", target.name)),
-            1 => input["kind"] = json!(if target.is_vpa() { "HorizontalPodAutoscaler" } else { "StatefulSet" }),
+            1 => input["kind"] = json!(if target.is_vpa() { "HorizontalPodAutoscaler" } else if target.is_osc() { "Worker" } else if target.is_secret() { "ConfigMap" } else if target.is_etcd() { "EtcdCopyBackupsTask" } else { "StatefulSet" }),
             _ => input["apiVersion"] = json!(format!("x-{suffix}.example/v1")),
         }
         let verdict = run(&m, &request(input)).map_err(|d| TestCaseError::fail(d.to_string()))?;

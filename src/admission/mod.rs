@@ -75,6 +75,13 @@ pub trait Mutator: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Verdict, Denial>>;
 }
 
-/// The HTTPS path of the control-plane mutating webhook. The router, the
-/// webhook configuration and the manifests all use this constant.
-pub const CONTROLPLANE_PATH: &str = "/controlplane";
+/// The HTTPS path of the control-plane mutating webhook (from the one table
+/// of webhooks, [`crate::profile::WEBHOOKS`]).
+pub const CONTROLPLANE_PATH: &str = crate::profile::CONTROLPLANE_WEBHOOK.path;
+
+/// Every path the server serves: one per webhook of the table. The webhook
+/// configuration registers the same paths, each for its own kinds; the
+/// mutator dispatches on kind and name whatever the path.
+pub fn webhook_paths() -> impl Iterator<Item = &'static str> {
+    crate::profile::WEBHOOKS.iter().map(|w| w.path)
+}

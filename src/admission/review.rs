@@ -64,7 +64,8 @@ pub struct GroupVersionKind {
 
 /// `request` of an AdmissionReview. `object` is the JSON the API server sent
 /// (decoded whole, or only within the mutator's reach); `oldObject` is only
-/// noted, its content is skipped. Decoded by [`crate::decode`].
+/// noted, its content is skipped (except for an Etcd). Decoded by
+/// [`crate::decode`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdmissionRequest {
     /// Identifies this call; echoed in the response.
@@ -83,6 +84,9 @@ pub struct AdmissionRequest {
     /// (Gardener's control-plane ensurers do not either), and building it as a
     /// JSON tree doubled the parsing cost of every UPDATE.
     pub has_old_object: bool,
+    /// `oldObject`, kept only for the kinds whose rules read it (an Etcd:
+    /// AWS keeps the old storage class and capacity); `None` otherwise.
+    pub old_object: Option<Value>,
     pub dry_run: Option<bool>,
     /// Which AdmissionReview version carried this request (not on the wire).
     pub version: ReviewVersion,

@@ -98,6 +98,8 @@ pub(super) fn expand(spec: &CcmSpec, facts: &Facts<'_>) -> Result<Vec<String>, R
                     shoot: facts.shoot,
                     provider: &facts.cp.spec.type_,
                     workload_identity: Some(facts.workload_identity),
+                    kubelet: None,
+                    config_maps: None,
                 };
                 if condition.eval(&condition_facts)? {
                     args.push(then.clone());

@@ -222,6 +222,7 @@ pub fn render(input: &RenderInput<'_>, spec: &CcmSpec) -> Result<Rendered, Rende
         shoot,
         provider: &input.cp.spec.type_,
         workload_identity: Some(workload_identity),
+        ..crate::profile::Facts::of_shoot(shoot)
     };
     let extra = |list| extra::objects(list, input, &inputs, &facts);
 

@@ -61,6 +61,33 @@ pub fn go_json_quote(s: &str) -> String {
     out
 }
 
+/// Any JSON value as Go's `json.Marshal` of a `map[string]any` writes it:
+/// keys sorted, HTML characters escaped.
+pub fn go_json(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => go_json_quote(s),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(go_json).collect::<Vec<_>>().join(",")
+        ),
+        Value::Object(map) => {
+            let mut out = String::from("{");
+            for (i, (key, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_json_string(&mut out, key);
+                out.push(':');
+                out.push_str(&go_json(v));
+            }
+            out.push('}');
+            out
+        }
+        other => other.to_string(),
+    }
+}
+
 /// A JSON object of string values with sorted keys (the iterator comes from a
 /// BTreeMap, so it is sorted already), encoded like Go's `json.Marshal`.
 fn go_json_object<'a>(entries: impl Iterator<Item = (&'a str, String)>) -> String {

@@ -1,5 +1,7 @@
-//! `scion mutate`: run the control-plane webhook on one object offline and print
-//! the mutated object or the patch; `--explain` lists which rules matched.
+//! `scion mutate`: run the webhooks on one object offline (a control-plane
+//! Deployment or VPA, an OperatingSystemConfig, the `cloudprovider` Secret, an
+//! Etcd) and print the mutated object or the patch; `--explain` lists which
+//! rules matched.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
-use crate::mutation::{Engine, Outcome, dispatch, mutate_request};
+use crate::mutation::{Engine, Outcome, dispatch, fetch, mutate_request};
 use crate::profile::{ImageVector, Profile};
 use crate::state::{DecodedObject, Document, ObjectsDir, Snapshot, StateSource, decode_object};
 
@@ -25,7 +27,7 @@ pub enum Output {
 /// Mutate one object offline, as the webhook would.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
-    /// Provider whose built-in profile to use (aws, openstack).
+    /// Provider whose built-in profile to use (aws, openstack, gcp, azure, alicloud).
     #[arg(long, env = "SCION_PROVIDER")]
     pub provider: String,
     /// Use this profile file instead of the built-in one.
@@ -42,6 +44,14 @@ pub struct MutateArgs {
     /// (beats the image vector).
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE")]
     pub mcm_provider_image: Option<String>,
+    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
+    /// default: the profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
+    pub etcd_storage_class: Option<String>,
+    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
+    /// profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
+    pub etcd_storage_capacity: Option<String>,
     /// The object manifest or AdmissionReview (YAML or JSON); `-` for stdin.
     #[arg(short = 'f', long = "filename", env = "SCION_FILENAME")]
     pub file: PathBuf,
@@ -61,7 +71,11 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
     let engine = Engine::new(profile)
         .with_image_vector(&images)
-        .with_sidecar_image(args.mcm_provider_image.clone());
+        .with_sidecar_image(args.mcm_provider_image.clone())
+        .with_etcd_config(crate::mutation::EtcdConfig {
+            storage_class: args.etcd_storage_class.clone(),
+            storage_capacity: args.etcd_storage_capacity.clone(),
+        });
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;
     let request = request_from_input(&text).with_context(|| {
@@ -85,7 +99,7 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         }
         Outcome::Mutated(m) => {
             if args.explain {
-                explain(&engine, state.as_ref(), &request)?;
+                runtime.block_on(explain(&engine, state.as_ref(), &request))?;
             }
             (m.object(), m.patch())
         }
@@ -99,8 +113,10 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Print every rule of the object's component with its evaluated condition.
-fn explain(
+/// Print every rule of the object's component with its evaluated condition
+/// (for an OperatingSystemConfig with its pool's kubelet version and the
+/// ConfigMaps read for it, as the webhook reads them).
+async fn explain(
     engine: &Engine,
     state: &dyn StateSource,
     request: &AdmissionRequest,
@@ -109,12 +125,15 @@ fn explain(
     let target =
         dispatch(&request.kind, object).map_err(|s| anyhow::anyhow!("not a target: {s:?}"))?;
     let shoot = state.shoot(&request.namespace)?;
+    let objects = fetch(engine, state, target, object, &shoot, &request.namespace)
+        .await
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
     let profile = engine.profile();
     eprintln!(
         "profile {} ({}), component {}",
         profile.provider, profile.source, target.component
     );
-    for t in engine.explain(target, &shoot) {
+    for t in engine.explain_object(target, object, &shoot, &objects) {
         let mark = if t.matched { "matched" } else { "skipped" };
         eprintln!("  {mark:7} {}: {}", t.rule, t.reason);
     }
@@ -149,9 +168,11 @@ fn read_input(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("could not read {}", path.display()))
 }
 
-/// An AdmissionReview as sent, or a bare manifest turned into an UPDATE request.
+/// An AdmissionReview as sent, or a bare manifest turned into an UPDATE request
+/// (a Secret's `stringData` folded into `data` first, as the API server does
+/// before admission).
 pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
-    let value: Value = serde_saphyr::from_str(text)?;
+    let mut value: Value = serde_saphyr::from_str(text)?;
     if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
         return Ok(crate::decode::whole(&serde_json::to_vec(&value)?)?);
     }
@@ -161,7 +182,9 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
     ) else {
         bail!("a manifest needs apiVersion and kind");
     };
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let api_version = api_version.to_string();
+    crate::state::fold_string_data(&mut value).map_err(|e| anyhow::anyhow!("Secret: {e}"))?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let meta = |key: &str| {
         value
             .pointer(&format!("/metadata/{key}"))
@@ -185,6 +208,7 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
         operation: Operation::Update,
         object: Some(value),
         has_old_object: false,
+        old_object: None,
         dry_run: Some(true),
         version: ReviewVersion::V1,
     })
@@ -204,9 +228,13 @@ fn load_manifests_into(snapshot: &mut Snapshot, text: &str) -> anyhow::Result<()
                 data,
             } => snapshot.insert_object(&namespace, &name, data),
             DecodedObject::ControlPlane { .. } => {}
+            DecodedObject::BackupBucket {
+                name,
+                provider_config,
+            } => snapshot.insert_backup_bucket(&name, provider_config),
             DecodedObject::Ignored { api_version, kind } => {
                 bail!(
-                    "unexpected document {api_version} {kind} (want Cluster, Secret or ConfigMap)"
+                    "unexpected document {api_version} {kind} (want Cluster, Secret, ConfigMap or BackupBucket)"
                 )
             }
         }

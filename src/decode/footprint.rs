@@ -5,8 +5,9 @@
 //! one exhaustive match: a new action cannot be added without saying where it
 //! writes). Besides the actions, every object
 //! needs what dispatch and the shape check read: `metadata.name`,
-//! `metadata.namespace`, `metadata.deletionTimestamp`, and for a Deployment the
-//! `name`, `command` and `args` of each container.
+//! `metadata.namespace`, `metadata.deletionTimestamp`, for a Deployment the
+//! `name`, `command` and `args` of each container, and for an
+//! OperatingSystemConfig its pool label, purpose, units and files.
 
 use super::{ObjectReach, Reach};
 use crate::profile::{Place, Profile, TARGETS, Touch};
@@ -23,7 +24,31 @@ pub fn footprint(profile: &Profile) -> ObjectReach {
     let targets = TARGETS.iter().map(|target| {
         // What the shape check reads: a VPA's spec is a map; a Deployment's
         // containers are maps with a name and string lists.
-        let checked = if target.is_vpa() {
+        let checked = if target.is_osc() {
+            // The purpose and the pool label decide; the phases that
+            // re-encode the kubelet unit, its configuration and the sysctl
+            // file run whatever the actions are, so units and files are
+            // reached whole.
+            Reach::keys([
+                ("metadata", Reach::keys([("labels", Reach::All)])),
+                (
+                    "spec",
+                    Reach::keys([
+                        ("purpose", Reach::All),
+                        ("units", Reach::All),
+                        ("files", Reach::All),
+                    ]),
+                ),
+            ])
+        } else if target.is_secret() {
+            // Labels tell workload identity; the data is read and written.
+            Reach::keys([
+                ("metadata", Reach::keys([("labels", Reach::All)])),
+                ("data", Reach::All),
+            ])
+        } else if target.is_etcd() {
+            along(&["spec"], Reach::All)
+        } else if target.is_vpa() {
             along(&["spec"], Reach::keys::<&str>([]))
         } else {
             containers_with(&["name", "command", "args"])

@@ -36,7 +36,7 @@ struct Identity {
 
 impl Identity {
     fn is(&self, kind: &GroupVersionKind, name: &str) -> bool {
-        self.name == name
+        (self.name == name || self.name == crate::profile::ANY_NAME)
             && self.kind == kind.kind
             && self.group == kind.group
             && self.version == kind.version

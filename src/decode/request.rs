@@ -91,6 +91,7 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
         let (mut uid, mut kind, mut name, mut namespace, mut operation) =
             (None, None, None, None, None);
         let (mut object, mut old_object, mut dry_run) = (None, None, None);
+        let mut kept_old = None;
         while let Some(field) = map.next_key::<Field>()? {
             match field {
                 Field::Uid => once(&mut uid, map.next_value::<String>()?, "uid")?,
@@ -106,6 +107,11 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
                         kind: kind.as_ref(),
                     });
                     once(&mut object, map.next_value_seed(seed)?, "object")?
+                }
+                Field::OldObject if kind.as_ref().is_some_and(keeps_old_object) => {
+                    let old = map.next_value::<Option<serde_json::Value>>()?;
+                    once(&mut old_object, old.is_some(), "oldObject")?;
+                    kept_old = old;
                 }
                 Field::OldObject => {
                     let present = map.next_value::<Option<IgnoredAny>>()?.is_some();
@@ -125,10 +131,18 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
             operation: operation.ok_or_else(|| de::Error::missing_field("operation"))?,
             object: object.flatten(),
             has_old_object: old_object.unwrap_or(false),
+            old_object: kept_old,
             dry_run: dry_run.flatten(),
             version: ReviewVersion::V1,
         })
     }
+}
+
+/// Whether `oldObject` of this kind is kept: an Etcd (small), whose AWS rule
+/// reads the old storage class and capacity.
+fn keeps_old_object(kind: &GroupVersionKind) -> bool {
+    let etcd = crate::gardener::ETCD;
+    kind.group == etcd.group && kind.version == etcd.version && kind.kind == etcd.kind
 }
 
 /// `null` or an object decoded within its reach.

@@ -1,7 +1,7 @@
 //! Installation manifests and webhook registration.
 //!
 //! Everything here is generated from the same constants the server uses (the
-//! route [`crate::admission::CONTROLPLANE_PATH`], the ports, the webhook names
+//! routes of [`crate::profile::WEBHOOKS`], the ports, the webhook names
 //! and selectors), so the manifests cannot drift from the code:
 //!
 //! - [`names`]: the [`Extension`] identity (provider + namespace) and every
@@ -34,7 +34,9 @@ pub use rbac::{API_CALLS, ApiCall, Names, Scope, Verb};
 pub use register::{
     RegistrationError, RegistrationOutcome, RegistrationTiming, keep_registered, register_webhook,
 };
-pub use webhook::{CONTROLPLANE_RULES, WebhookRule, webhook_configuration};
+pub use webhook::{
+    WebhookRule, controlplane_rules, webhook_configuration, webhook_entry, webhook_rules,
+};
 
 /// What can go wrong while building the manifests.
 #[derive(Debug, thiserror::Error)]

@@ -116,7 +116,12 @@ impl Extension {
     /// Name of the control-plane webhook entry,
     /// `controlplane.<p>.extensions.gardener.cloud`.
     pub fn controlplane_webhook_name(&self) -> String {
-        format!("controlplane.{}.extensions.gardener.cloud", self.provider)
+        self.webhook_name("controlplane")
+    }
+
+    /// Name of a webhook entry, `<webhook>.<p>.extensions.gardener.cloud`.
+    pub fn webhook_name(&self, webhook: &str) -> String {
+        format!("{webhook}.{}.extensions.gardener.cloud", self.provider)
     }
 
     /// Name of the ClusterRole and ClusterRoleBinding

@@ -119,6 +119,20 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
+        site: "state: live LIST of Secrets by label in all namespaces (Azure's tenant service principals for the cloudprovider Secret)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "state: live GET of a BackupBucket (GCP's Etcd backup endpoint override)",
+        resources: &[gr(EXTENSIONS, "backupbuckets")],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
         site: "controller: ControlPlane watch",
         resources: &[gr(EXTENSIONS, "controlplanes")],
         verbs: &[Verb::List, Verb::Watch],

@@ -1,6 +1,8 @@
 //! The seed `MutatingWebhookConfiguration`, built exactly as Gardener's
-//! `BuildWebhookConfigs` does for the control-plane webhook (reference §2.1,
-//! §2.2). One pure builder serves `scion manifests` and the self-registration.
+//! `BuildWebhookConfigs` does (reference §2.1, §2.2): one entry per webhook of
+//! the table [`crate::profile::WEBHOOKS`] (cloudprovider, controlplane,
+//! seedprovider), its rules from the kinds of its targets. One pure builder
+//! serves `scion manifests` and the self-registration.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +16,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 
 use super::names::{Extension, REMEDIATION_EXCLUDE_LABEL, SERVICE_PORT};
-use crate::admission::{CONTROLPLANE_PATH, GroupVersionKind};
+use crate::admission::GroupVersionKind;
+use crate::profile::{CONTROLPLANE_WEBHOOK, WEBHOOKS, Webhook, targets_of};
 
 /// One kind the control-plane webhook is registered for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,23 +37,31 @@ impl WebhookRule {
     }
 }
 
+/// The rules of a webhook: one per distinct kind of its targets, in table
+/// order (Gardener registers one rule per type).
+pub fn webhook_rules(webhook: &Webhook) -> Vec<WebhookRule> {
+    let mut rules: Vec<WebhookRule> = Vec::new();
+    for t in targets_of(webhook) {
+        let rule = WebhookRule {
+            group: t.group,
+            version: t.version,
+            kind: t.kind,
+            resource: t.resource,
+        };
+        if !rules.contains(&rule) {
+            rules.push(rule);
+        }
+    }
+    rules
+}
+
 /// The kinds the control-plane webhook receives. Gardener labels exactly these
 /// objects with [`MUTATED_BY_LABEL`] (kube-apiserver, kube-controller-manager,
-/// ... Deployments and the machine-controller-manager VPA).
-pub const CONTROLPLANE_RULES: &[WebhookRule] = &[
-    WebhookRule {
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        resource: "deployments",
-    },
-    WebhookRule {
-        group: "autoscaling.k8s.io",
-        version: "v1",
-        kind: "VerticalPodAutoscaler",
-        resource: "verticalpodautoscalers",
-    },
-];
+/// ... Deployments, the machine-controller-manager VPA and the worker pools'
+/// OperatingSystemConfigs).
+pub fn controlplane_rules() -> Vec<WebhookRule> {
+    webhook_rules(&CONTROLPLANE_WEBHOOK)
+}
 
 /// Operations registered for every rule; DELETE is never registered.
 pub const OPERATIONS: &[&str] = &["CREATE", "UPDATE"];
@@ -60,8 +71,10 @@ pub const SHOOT_PROVIDER_LABEL: &str = "shoot.gardener.cloud/provider";
 
 /// Object label gardenlet sets on the objects the control-plane webhook must
 /// see (gardener#9981).
-pub const MUTATED_BY_LABEL: &str =
-    "provider.extensions.gardener.cloud/mutated-by-controlplane-webhook";
+pub const MUTATED_BY_LABEL: &str = match CONTROLPLANE_WEBHOOK.object_selector {
+    Some((key, _)) => key,
+    None => "",
+};
 
 /// `timeoutSeconds` of the webhook: Gardener's default, below the 15 s the
 /// shoot-side remediation enforces.
@@ -70,11 +83,21 @@ pub const TIMEOUT_SECONDS: i32 = 10;
 /// The AdmissionReview versions the server understands.
 pub const ADMISSION_REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
 
-/// The control-plane webhook entry. `ca_bundle` is the PEM CA bundle that
-/// signs the serving certificate; `None` leaves `caBundle` unset (it is then
-/// injected by the self-registration).
+/// The control-plane webhook entry (see [`webhook_entry`]).
 pub fn controlplane_webhook(ext: &Extension, ca_bundle: Option<&[u8]>) -> MutatingWebhook {
-    let rules = CONTROLPLANE_RULES
+    webhook_entry(&CONTROLPLANE_WEBHOOK, ext, ca_bundle)
+}
+
+/// The entry of one webhook of the table, as Gardener's `BuildWebhookConfigs`
+/// writes it. `ca_bundle` is the PEM CA bundle that signs the serving
+/// certificate; `None` leaves `caBundle` unset (it is then injected by the
+/// self-registration).
+pub fn webhook_entry(
+    webhook: &Webhook,
+    ext: &Extension,
+    ca_bundle: Option<&[u8]>,
+) -> MutatingWebhook {
+    let rules = webhook_rules(webhook)
         .iter()
         .map(|rule| RuleWithOperations {
             api_groups: Some(vec![rule.group.to_owned()]),
@@ -85,7 +108,7 @@ pub fn controlplane_webhook(ext: &Extension, ca_bundle: Option<&[u8]>) -> Mutati
         })
         .collect();
     MutatingWebhook {
-        name: ext.controlplane_webhook_name(),
+        name: ext.webhook_name(webhook.name),
         admission_review_versions: ADMISSION_REVIEW_VERSIONS
             .iter()
             .map(|v| (*v).to_owned())
@@ -95,7 +118,7 @@ pub fn controlplane_webhook(ext: &Extension, ca_bundle: Option<&[u8]>) -> Mutati
             service: Some(ServiceReference {
                 name: ext.resource_name(),
                 namespace: ext.namespace().to_owned(),
-                path: Some(CONTROLPLANE_PATH.to_owned()),
+                path: Some(webhook.path.to_owned()),
                 port: Some(i32::from(SERVICE_PORT)),
             }),
             url: None,
@@ -104,18 +127,15 @@ pub fn controlplane_webhook(ext: &Extension, ca_bundle: Option<&[u8]>) -> Mutati
         match_policy: Some("Exact".to_owned()),
         namespace_selector: Some(LabelSelector {
             match_expressions: Some(vec![LabelSelectorRequirement {
-                key: SHOOT_PROVIDER_LABEL.to_owned(),
+                key: webhook.namespace_selector.key().to_owned(),
                 operator: "In".to_owned(),
                 values: Some(vec![ext.provider().to_owned()]),
             }]),
             match_labels: None,
         }),
-        object_selector: Some(LabelSelector {
+        object_selector: webhook.object_selector.map(|(key, value)| LabelSelector {
             match_expressions: None,
-            match_labels: Some(BTreeMap::from([(
-                MUTATED_BY_LABEL.to_owned(),
-                "true".to_owned(),
-            )])),
+            match_labels: Some(BTreeMap::from([(key.to_owned(), value.to_owned())])),
         }),
         rules: Some(rules),
         side_effects: "None".to_owned(),
@@ -126,7 +146,7 @@ pub fn controlplane_webhook(ext: &Extension, ca_bundle: Option<&[u8]>) -> Mutati
 }
 
 /// The seed MutatingWebhookConfiguration `gardener-extension-provider-<p>`
-/// with its control-plane webhook. Carries the label that excludes it from
+/// with one entry per webhook of the table, sorted by name. Carries the label that excludes it from
 /// gardenlet's webhook remediation. No owner reference: that needs the
 /// Namespace's uid and is added by the self-registration on create.
 pub fn webhook_configuration(
@@ -141,6 +161,11 @@ pub fn webhook_configuration(
             labels: Some(labels),
             ..ObjectMeta::default()
         },
-        webhooks: Some(vec![controlplane_webhook(ext, ca_bundle)]),
+        webhooks: Some(
+            WEBHOOKS
+                .iter()
+                .map(|w| webhook_entry(w, ext, ca_bundle))
+                .collect(),
+        ),
     }
 }

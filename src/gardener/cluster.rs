@@ -162,6 +162,9 @@ view! {
         /// Maximum number of machines (Azure's CCM rate limits use the sum).
         "maximum" => pub maximum: i64,
         "kubernetes" => pub kubernetes: WorkerKubernetes,
+        /// Set on the pool that runs a self-hosted shoot's control plane
+        /// (GEP-28, `gardenadm`).
+        "controlPlane" => pub control_plane: Option<Value>,
     }
 }
 
@@ -647,6 +650,17 @@ impl ShootContext {
             .find(|w| w.name == pool)
             .and_then(|w| w.kubernetes.version.as_ref())
             .unwrap_or(self.kubernetes_version())
+    }
+
+    /// Whether the shoot is self-hosted (`gardenadm`): a worker pool carries
+    /// `controlPlane` (Gardener's `IsShootSelfHosted`).
+    pub fn is_self_hosted(&self) -> bool {
+        self.shoot
+            .spec
+            .provider
+            .workers
+            .iter()
+            .any(|w| w.control_plane.as_ref().is_some_and(|c| !c.is_null()))
     }
 
     /// Whether the shoot annotation `key` parses as `true` (Go's strconv.ParseBool).

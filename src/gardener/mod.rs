@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
+//! | [`kubelet`] | the KubeletConfiguration struct as a field table |
 //! | [`managedresource`] | the `ManagedResource` resource gardener-resource-manager applies |
 //! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
 //! | [`version`] | Kubernetes versions parsed as Gardener parses them |
@@ -14,6 +15,7 @@
 
 pub mod cluster;
 pub mod controlplane;
+pub mod kubelet;
 pub mod managedresource;
 pub mod objects;
 pub mod version;
@@ -77,6 +79,19 @@ pub const CONTROLPLANE: Gvk = gvk(
     "ControlPlane",
     "controlplanes",
 );
+pub const OPERATING_SYSTEM_CONFIG: Gvk = gvk(
+    EXTENSIONS_GROUP,
+    EXTENSIONS_VERSION,
+    "OperatingSystemConfig",
+    "operatingsystemconfigs",
+);
+pub const BACKUP_BUCKET: Gvk = gvk(
+    EXTENSIONS_GROUP,
+    EXTENSIONS_VERSION,
+    "BackupBucket",
+    "backupbuckets",
+);
+pub const ETCD: Gvk = gvk("druid.gardener.cloud", "v1alpha1", "Etcd", "etcds");
 pub const SECRET: Gvk = gvk("", "v1", "Secret", "secrets");
 pub const CONFIGMAP: Gvk = gvk("", "v1", "ConfigMap", "configmaps");
 pub const SERVICE: Gvk = gvk("", "v1", "Service", "services");

@@ -11,9 +11,10 @@ use super::primitives::{
     replace_flag,
 };
 use super::shape::{ApplyError, shape};
-use super::sidecar::sidecar_container;
+use super::sidecar::{Hosting, hosted_sidecar_container};
 use crate::checksum::{configmap_checksum, secret_checksum};
 use crate::gardener::{ObjectData, ObjectKind};
+use crate::profile::osc::NamespaceRef;
 use crate::profile::{Action, Place};
 
 type Res<T> = Result<T, ApplyError>;
@@ -150,19 +151,29 @@ pub fn apply(
                 Action::SecretChecksum(_) => (ObjectKind::Secret, "checksum/secret-"),
                 _ => (ObjectKind::ConfigMap, "checksum/configmap-"),
             };
-            let digest = match ctx.objects.get(&(kind, name.clone())) {
+            let digest = match ctx.objects.get(&(kind, NamespaceRef::Object, name.clone())) {
                 Some(ObjectData::Secret { data, .. }) => secret_checksum(data.as_ref()),
                 Some(ObjectData::ConfigMap { data, .. }) => configmap_checksum(data.as_ref()),
                 None => return Err(ApplyError::Missing { kind, name }),
             };
             draft.set_key(Place::Annotations, &format!("{prefix}{name}"), &digest)?;
         }
+        // OperatingSystemConfig actions are applied phase by phase (osc::apply).
+        Action::KubeletFlag(_)
+        | Action::UnitOption(_)
+        | Action::KubeletConfig(_)
+        | Action::Sysctl(_)
+        | Action::Unit(_)
+        | Action::File(_) => {}
+        // Secret and Etcd ensurers run in Engine::mutate_seed_object.
+        Action::CloudproviderSecret(_) | Action::EtcdStorage(_) => {}
         Action::ProviderSidecar(s) => {
             let workload_identity = if s.workload_identity {
-                match ctx
-                    .objects
-                    .get(&(ObjectKind::Secret, "cloudprovider".to_string()))
-                {
+                match ctx.objects.get(&(
+                    ObjectKind::Secret,
+                    NamespaceRef::Object,
+                    "cloudprovider".to_string(),
+                )) {
                     Some(secret @ ObjectData::Secret { .. }) => {
                         secret.requests_workload_identity(&s.workload_identity_labels)
                     }
@@ -188,12 +199,13 @@ pub fn apply(
                 .iter()
                 .map(|a| ctx.render(a).into_owned())
                 .collect();
-            let (container, volume) = sidecar_container(
+            let (container, volume) = hosted_sidecar_container(
                 ctx.namespace,
                 &s.provider,
                 image,
                 workload_identity,
                 &extra_args,
+                Hosting::of(ctx.self_hosted, ctx.namespace),
             );
             if let Some(volume) = volume {
                 apply(draft, &Action::EnsureVolume(volume), container_name, ctx)?;

@@ -8,10 +8,43 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::gardener::{ObjectData, ObjectKind};
+use crate::profile::osc::NamespaceRef;
 
-/// The Secrets and ConfigMaps a mutation may read, by kind and name (all in the
-/// object's namespace).
-pub type Objects = BTreeMap<(ObjectKind, String), ObjectData>;
+/// The key of a Secret or ConfigMap: kind, namespace (the object's, or the
+/// shoot's technical ID), name.
+pub type ObjectKey = (ObjectKind, NamespaceRef, String);
+
+/// Everything a mutation may read besides the object and the shoot: the
+/// Secrets and ConfigMaps by key, the Secrets listed by label, a
+/// BackupBucket's `providerConfig`, and the previous object (Etcd).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Objects {
+    map: BTreeMap<ObjectKey, ObjectData>,
+    /// The Secrets of a label query (Azure's tenant service principals).
+    pub labelled: Vec<ObjectData>,
+    /// The `spec.providerConfig` of the BackupBucket an Etcd's backup names.
+    pub backup_bucket: Option<Value>,
+    /// The object before this write, for the kinds whose rules read it.
+    pub old: Option<Value>,
+}
+
+impl Objects {
+    pub fn new() -> Self {
+        Objects::default()
+    }
+
+    pub fn insert(&mut self, key: ObjectKey, data: ObjectData) {
+        self.map.insert(key, data);
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&ObjectData> {
+        self.map.get(key)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.map.keys()
+    }
+}
 
 /// What an action needs to know besides the object.
 pub struct ApplyContext<'a> {
@@ -21,6 +54,8 @@ pub struct ApplyContext<'a> {
     /// The image of each name the profile uses, from the image vector.
     pub images: &'a BTreeMap<String, String>,
     pub sidecar_image: Option<&'a str>,
+    /// The shoot is self-hosted (a worker pool has `controlPlane`).
+    pub self_hosted: bool,
 }
 
 impl ApplyContext<'_> {

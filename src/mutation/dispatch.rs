@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::admission::GroupVersionKind;
-use crate::profile::{TARGETS, Target};
+use crate::profile::{ETCD_NAMES, TARGETS, Target};
 
 /// Why an object is left alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +14,9 @@ pub enum Skip {
     NotTargeted,
     /// `metadata.deletionTimestamp` is set (Gardener's first rule).
     BeingDeleted,
+    /// An OperatingSystemConfig whose `spec.purpose` is not `reconcile`
+    /// (no provider adds anything to `provision` OSCs).
+    NotReconcile,
 }
 
 /// Decide whether the webhook mutates `object` of kind `kind` (the request's
@@ -31,13 +34,20 @@ pub fn dispatch(kind: &GroupVersionKind, object: &Value) -> Result<&'static Targ
             t.group == kind.group
                 && t.version == kind.version
                 && t.kind == kind.kind
-                && t.name == name
+                && t.matches_name(name)
+                && (!t.is_etcd() || ETCD_NAMES.contains(&name))
         })
         .ok_or(Skip::NotTargeted)?;
     match metadata.and_then(|m| m.get("deletionTimestamp")) {
-        Some(ts) if !ts.is_null() => Err(Skip::BeingDeleted),
-        _ => Ok(target),
+        Some(ts) if !ts.is_null() => return Err(Skip::BeingDeleted),
+        _ => {}
     }
+    if target.is_osc()
+        && object.pointer("/spec/purpose").and_then(Value::as_str) != Some("reconcile")
+    {
+        return Err(Skip::NotReconcile);
+    }
+    Ok(target)
 }
 
 #[cfg(test)]

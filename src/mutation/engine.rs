@@ -4,7 +4,7 @@
 //! 1. [`Engine::needs`] — which Secrets/ConfigMaps the matching rules read;
 //! 2. [`Engine::mutate`] — the mutated object, given those objects.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use json_patch::Patch;
@@ -13,11 +13,69 @@ use serde_json::Value;
 use super::apply::apply;
 use super::context::{ApplyContext, Objects};
 use super::draft::Draft;
+use super::etcd::{self, EtcdConfig};
+use super::osc::{self, OscContext, OscError};
+use super::place::ListAt;
+use super::secret;
 use super::shape::ApplyError;
 use crate::admission::Denial;
 use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
+use crate::profile::osc::NamespaceRef;
+use crate::profile::seed::CredentialsFlavour;
 use crate::profile::{Action, Facts, FindOptions, ImageVector, Place, Profile, Rule, Target};
+
+/// What the rules read besides the object and the shoot.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Need {
+    /// A Secret or ConfigMap; a missing one is a fact when `optional`, else
+    /// it denies the request.
+    Object {
+        kind: ObjectKind,
+        namespace: NamespaceRef,
+        name: String,
+        optional: bool,
+    },
+    /// The Secrets of all namespaces labelled `key=value`.
+    LabelledSecrets { key: String, value: String },
+    /// A cluster-scoped BackupBucket (missing: denied).
+    BackupBucket { name: String },
+}
+
+/// What OperatingSystemConfig conditions know besides the shoot.
+struct OscFacts {
+    kubelet: semver::Version,
+    config_maps: BTreeSet<(NamespaceRef, String)>,
+}
+
+impl OscFacts {
+    fn of(object: &Value, shoot: &ShootContext, objects: &Objects) -> Self {
+        let pool = object
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(|l| l.get(osc::POOL_LABEL))
+            .and_then(Value::as_str);
+        OscFacts {
+            kubelet: match pool {
+                Some(pool) => shoot.worker_version(pool).clone(),
+                None => shoot.kubernetes_version().clone(),
+            },
+            config_maps: objects
+                .keys()
+                .filter(|(kind, _, _)| *kind == ObjectKind::ConfigMap)
+                .map(|(_, ns, name)| (*ns, name.clone()))
+                .collect(),
+        }
+    }
+
+    fn facts<'a>(&'a self, shoot: &'a ShootContext) -> Facts<'a> {
+        Facts {
+            kubelet: Some(&self.kubelet),
+            config_maps: Some(&self.config_maps),
+            ..Facts::of_shoot(shoot)
+        }
+    }
+}
 
 /// A provider profile ready to mutate objects. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -26,6 +84,8 @@ pub struct Engine {
     /// The image of each name the profile uses that the vector has.
     images: Arc<BTreeMap<String, String>>,
     sidecar_image: Option<String>,
+    /// The extension's `etcd.storage` configuration (`--etcd-storage-*`).
+    etcd: EtcdConfig,
     /// What of an object the profile reads or writes.
     reach: Arc<ObjectReach>,
 }
@@ -73,6 +133,7 @@ impl Engine {
             images: Arc::new(resolve_images(&profile, &vector)),
             profile: Arc::new(profile),
             sidecar_image: None,
+            etcd: EtcdConfig::default(),
         }
     }
 
@@ -107,6 +168,14 @@ impl Engine {
         self
     }
 
+    /// Use the extension's Etcd storage configuration (`--etcd-storage-class`,
+    /// `--etcd-storage-capacity`); unset values take the profile's chart
+    /// defaults.
+    pub fn with_etcd_config(mut self, etcd: EtcdConfig) -> Self {
+        self.etcd = etcd;
+        self
+    }
+
     pub fn profile(&self) -> &Profile {
         &self.profile
     }
@@ -123,15 +192,14 @@ impl Engine {
     fn matching<'p>(
         &'p self,
         target: &Target,
-        shoot: &ShootContext,
+        facts: &Facts<'_>,
     ) -> Result<impl Iterator<Item = &'p Rule> + 'p, Denial> {
-        let facts = Facts::of_shoot(shoot);
         let mut matched = Vec::new();
         for rule in self.profile.rules(target.component) {
             let applies = match &rule.when {
                 None => true,
                 Some(c) => c
-                    .eval(&facts)
+                    .eval(facts)
                     .map_err(|e| Denial::Forbidden(e.to_string()))?,
             };
             if applies {
@@ -141,25 +209,57 @@ impl Engine {
         Ok(matched.into_iter())
     }
 
-    /// The Secrets and ConfigMaps (in the object's namespace) that the rules
-    /// matching this shoot read; sorted and without duplicates.
+    /// The Secrets and ConfigMaps that the rules matching this shoot read;
+    /// sorted and without duplicates. For an OperatingSystemConfig, every
+    /// ConfigMap its rules may read, optional (its conditions ask whether
+    /// they exist).
     pub fn needs(
         &self,
         target: &Target,
+        object: &Value,
         shoot: &ShootContext,
-    ) -> Result<Vec<(ObjectKind, String)>, Denial> {
+    ) -> Result<Vec<Need>, Denial> {
+        if target.is_osc() {
+            return Ok(osc::config_maps_read(self.profile.rules(target.component))
+                .into_iter()
+                .map(|(namespace, name)| Need::Object {
+                    kind: ObjectKind::ConfigMap,
+                    namespace,
+                    name,
+                    optional: true,
+                })
+                .collect());
+        }
         let mut out = Vec::new();
-        for rule in self.matching(target, shoot)? {
+        let need = |kind, name: &str| Need::Object {
+            kind,
+            namespace: NamespaceRef::Object,
+            name: name.to_string(),
+            optional: false,
+        };
+        for rule in self.matching(target, &Facts::of_shoot(shoot))? {
             for action in &rule.actions {
-                let need = match action {
-                    Action::SecretChecksum(n) => Some((ObjectKind::Secret, n.name.clone())),
-                    Action::ConfigMapChecksum(n) => Some((ObjectKind::ConfigMap, n.name.clone())),
+                let wanted = match action {
+                    Action::SecretChecksum(n) => Some(need(ObjectKind::Secret, &n.name)),
+                    Action::ConfigMapChecksum(n) => Some(need(ObjectKind::ConfigMap, &n.name)),
                     Action::ProviderSidecar(s) if s.workload_identity => {
-                        Some((ObjectKind::Secret, "cloudprovider".to_string()))
+                        Some(need(ObjectKind::Secret, "cloudprovider"))
                     }
+                    Action::CloudproviderSecret(c)
+                        if c.provider == CredentialsFlavour::Azure
+                            && secret::needs_tenant_secrets(object) =>
+                    {
+                        let (key, value) = secret::AZURE_TENANT_SP_LABEL;
+                        Some(Need::LabelledSecrets {
+                            key: key.into(),
+                            value: value.into(),
+                        })
+                    }
+                    Action::EtcdStorage(e) => etcd::backup_bucket_name(e, object)
+                        .map(|name| Need::BackupBucket { name: name.into() }),
                     _ => None,
                 };
-                out.extend(need);
+                out.extend(wanted);
             }
         }
         out.sort();
@@ -178,6 +278,12 @@ impl Engine {
         objects: &Objects,
     ) -> Result<Mutation<'a>, Denial> {
         check_shape(target, object)?;
+        if target.is_osc() {
+            return self.mutate_osc(target, object, shoot, objects);
+        }
+        if target.is_secret() || target.is_etcd() {
+            return self.mutate_seed_object(target, object, shoot, objects);
+        }
         let namespace = object
             .get("metadata")
             .and_then(|m| m.get("namespace"))
@@ -189,10 +295,11 @@ impl Engine {
             objects,
             images: &self.images,
             sidecar_image: self.sidecar_image.as_deref(),
+            self_hosted: shoot.is_self_hosted(),
         };
         let mut draft = Draft::new(object);
         let mut matched = Vec::new();
-        for rule in self.matching(target, shoot)? {
+        for rule in self.matching(target, &Facts::of_shoot(shoot))? {
             matched.push(rule.name.clone());
             let container = rule
                 .container
@@ -219,9 +326,170 @@ impl Engine {
         Ok(Mutation { draft, matched })
     }
 
+    /// An OperatingSystemConfig: Gardener's `reconcile` path (`osc::apply`)
+    /// with the matching rules; the new units and files go into the draft.
+    fn mutate_osc<'a>(
+        &self,
+        target: &Target,
+        object: &'a Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Result<Mutation<'a>, Denial> {
+        let mut draft = Draft::new(object);
+        // A profile without the component leaves OSCs alone.
+        if !self.profile.has_component(target.component) {
+            return Ok(Mutation {
+                draft,
+                matched: Vec::new(),
+            });
+        }
+        let osc_facts = OscFacts::of(object, shoot, objects);
+        let facts = osc_facts.facts(shoot);
+        let matched: Vec<&Rule> = self.matching(target, &facts)?.collect();
+        let ctx = OscContext {
+            shoot,
+            objects,
+            kubelet_library: self.profile.kubelet_library,
+        };
+        let name = |o: &Value| {
+            let meta = o.get("metadata");
+            let field = |k: &str| {
+                meta.and_then(|m| m.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            format!("{}/{}", field("namespace"), field("name"))
+        };
+        let change = osc::apply(object, &matched, &ctx).map_err(|e| match e {
+            OscError::BadObject(m) => {
+                Denial::BadObject(format!("OperatingSystemConfig {}: {m}", name(object)))
+            }
+            OscError::Failed(m) => {
+                Denial::Forbidden(format!("OperatingSystemConfig {}: {m}", name(object)))
+            }
+        })?;
+        for (place, new) in [(Place::Units, change.units), (Place::Files, change.files)] {
+            if let Some(items) = new {
+                draft
+                    .edit_list(ListAt::Place(place), true, |l| {
+                        *l = std::borrow::Cow::Owned(items);
+                    })
+                    .map_err(|e| match e {
+                        ApplyError::Shape { path, expected } => Denial::BadObject(format!(
+                            "OperatingSystemConfig {}: field {path} must be {expected}",
+                            name(object)
+                        )),
+                        ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
+                            "could not get {} '{name}': not found",
+                            kind.word()
+                        )),
+                        ApplyError::NoImage(name) => Denial::Forbidden(format!(
+                            "image {name:?} is not in the image vector"
+                        )),
+                    })?;
+            }
+        }
+        Ok(Mutation {
+            draft,
+            matched: matched.iter().map(|r| r.name.clone()).collect(),
+        })
+    }
+
+    /// The `cloudprovider` Secret (its `data`) or an Etcd (its `spec`): the
+    /// provider's built-in ensurer of each matching rule, in order.
+    fn mutate_seed_object<'a>(
+        &self,
+        target: &Target,
+        object: &'a Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Result<Mutation<'a>, Denial> {
+        let meta = |k: &str| {
+            object
+                .get("metadata")
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let whose = format!("{} {}/{}", target.kind, meta("namespace"), meta("name"));
+        let deny = |message: String| {
+            if message.starts_with("field ") {
+                Denial::BadObject(format!("{whose}: {message}"))
+            } else {
+                Denial::Forbidden(format!("{whose}: {message}"))
+            }
+        };
+        let mut draft = Draft::new(object);
+        let mut matched = Vec::new();
+        let place = if target.is_secret() {
+            Place::Data
+        } else {
+            Place::EtcdSpec
+        };
+        for rule in self.matching(target, &Facts::of_shoot(shoot))? {
+            matched.push(rule.name.clone());
+            for action in &rule.actions {
+                let current = draft.to_object();
+                let new = match action {
+                    Action::CloudproviderSecret(c) => {
+                        let ctx = secret::SecretContext {
+                            shoot,
+                            tenant_secrets: &objects.labelled,
+                        };
+                        secret::ensure(c.provider, &current, &ctx).map_err(deny)?
+                    }
+                    Action::EtcdStorage(e) => {
+                        let ctx = etcd::EtcdContext {
+                            config: &self.etcd,
+                            old: objects.old.as_ref(),
+                            backup_bucket: objects.backup_bucket.as_ref(),
+                        };
+                        etcd::ensure(e, meta("name"), &current, &ctx).map_err(deny)?
+                    }
+                    _ => None,
+                };
+                if let Some(new) = new {
+                    *draft.get_mut(place).map_err(|e| match e {
+                        ApplyError::Shape { path, expected } => {
+                            deny(format!("field {path} must be {expected}"))
+                        }
+                        ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
+                            "could not get {} '{name}': not found",
+                            kind.word()
+                        )),
+                        ApplyError::NoImage(name) => Denial::Forbidden(format!(
+                            "image {name:?} is not in the image vector"
+                        )),
+                    })? = Value::Object(new);
+                }
+            }
+        }
+        Ok(Mutation { draft, matched })
+    }
+
     /// Every rule of the component with whether it applies to this shoot and
     /// why (the evaluated condition), for `scion mutate --explain`.
     pub fn explain(&self, target: &Target, shoot: &ShootContext) -> Vec<RuleTrace> {
+        self.explain_object(target, &Value::Null, shoot, &Objects::new())
+    }
+
+    /// [`Engine::explain`] for one object and the objects read for it (an
+    /// OperatingSystemConfig's conditions know its pool's kubelet version and
+    /// the ConfigMaps that exist).
+    pub fn explain_object(
+        &self,
+        target: &Target,
+        object: &Value,
+        shoot: &ShootContext,
+        objects: &Objects,
+    ) -> Vec<RuleTrace> {
+        let osc_facts = OscFacts::of(object, shoot, objects);
+        let facts = if target.is_osc() {
+            osc_facts.facts(shoot)
+        } else {
+            Facts::of_shoot(shoot)
+        };
         self.profile
             .rules(target.component)
             .iter()
@@ -230,11 +498,11 @@ impl Engine {
                 matched: rule
                     .when
                     .as_ref()
-                    .is_none_or(|c| c.eval(&Facts::of_shoot(shoot)).unwrap_or(false)),
-                reason: rule.when.as_ref().map_or_else(
-                    || "no condition".to_string(),
-                    |c| c.explain(&Facts::of_shoot(shoot)),
-                ),
+                    .is_none_or(|c| c.eval(&facts).unwrap_or(false)),
+                reason: rule
+                    .when
+                    .as_ref()
+                    .map_or_else(|| "no condition".to_string(), |c| c.explain(&facts)),
             })
             .collect()
     }
@@ -252,7 +520,7 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
     {
         return Err(bad("field metadata must be a map".into()));
     }
-    if target.is_vpa() {
+    if !target.is_deployment() {
         return match object.get("spec") {
             None | Some(Value::Object(_)) => Ok(()),
             _ => Err(bad("field spec must be a map".into())),

@@ -7,6 +7,10 @@
 //!   only the places they change are copied and diffed;
 //! * `apply.rs`, `primitives.rs`, `sidecar.rs`: the actions, Gardener's
 //!   helpers with their Go semantics;
+//! * [`osc`]: the OperatingSystemConfig mutation and its codecs (systemd
+//!   units, command lines, the kubelet configuration, sysctl text, file
+//!   encodings);
+//! * [`secret`], [`etcd`]: the `cloudprovider` Secret and Etcd ensurers;
 //! * [`WebhookMutator`]: the [`crate::admission::Mutator`] shell that decodes
 //!   requests within the engine's reach and reads the shoot context and the
 //!   needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
@@ -16,14 +20,18 @@ mod context;
 mod dispatch;
 mod draft;
 mod engine;
+pub mod etcd;
+pub mod osc;
 mod place;
 pub mod primitives;
+pub mod secret;
 mod shape;
 mod sidecar;
 mod webhook;
 
-pub use context::Objects;
+pub use context::{ObjectKey, Objects};
 pub use dispatch::{Skip, dispatch};
-pub use engine::{Engine, Mutation, RuleTrace};
-pub use sidecar::{provider_sidecar, sidecar_container};
-pub use webhook::{Outcome, WebhookMutator, mutate_request};
+pub use engine::{Engine, Mutation, Need, RuleTrace};
+pub use etcd::EtcdConfig;
+pub use sidecar::{Hosting, hosted_sidecar_container, provider_sidecar, sidecar_container};
+pub use webhook::{Outcome, WebhookMutator, fetch, mutate_request};

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::context::Objects;
 use super::dispatch::{Skip, dispatch};
-use super::engine::{Engine, Mutation};
+use super::engine::{Engine, Mutation, Need};
 use crate::admission::{AdmissionRequest, Denial, Mutator, Operation, ReviewError, Verdict};
+use crate::profile::osc::NamespaceRef;
 use crate::state::StateSource;
 
 /// Mutates control-plane objects with an [`Engine`], reading the shoot context
@@ -84,6 +85,11 @@ pub async fn mutate_request<'a>(
         Ok(target) => target,
         Err(Skip::NotTargeted) => return Ok(Outcome::Skipped("kind and name are not a target")),
         Err(Skip::BeingDeleted) => return Ok(Outcome::Skipped("object has a deletionTimestamp")),
+        Err(Skip::NotReconcile) => {
+            return Ok(Outcome::Skipped(
+                "OperatingSystemConfig purpose is not reconcile (provision OSCs pass unchanged)",
+            ));
+        }
     };
     let namespace = if request.namespace.is_empty() {
         object
@@ -94,27 +100,93 @@ pub async fn mutate_request<'a>(
     } else {
         request.namespace.as_str()
     };
-    let shoot = state
-        .shoot(namespace)
-        .map_err(|e| Denial::Forbidden(e.to_string()))?;
-    let mut objects = Objects::new();
-    for (kind, name) in engine.needs(target, &shoot)? {
-        match state.object(kind, namespace, &name).await {
-            Ok(Some(data)) => {
-                objects.insert((kind, name), data);
-            }
-            Ok(None) => {
-                return Err(Denial::Forbidden(format!(
-                    "could not get {} '{namespace}/{name}': not found",
-                    kind.word()
-                )));
-            }
-            Err(e) => return Err(Denial::Forbidden(e.to_string())),
+    // The seedprovider webhook does not read the Cluster (Gardener's Etcd
+    // ensurers need none; the garden's virtual-garden Etcds have none).
+    let shoot = match state.shoot(namespace) {
+        Ok(shoot) => shoot,
+        Err(crate::state::StateError::ClusterNotFound { .. }) if target.is_etcd() => {
+            std::sync::Arc::new(crate::gardener::ShootContext::new(
+                namespace,
+                semver::Version::new(0, 0, 0),
+            ))
         }
-    }
+        Err(e) => return Err(Denial::Forbidden(e.to_string())),
+    };
+    let mut objects = fetch(engine, state, target, object, &shoot, namespace).await?;
+    objects.old = request.old_object.clone();
     engine
         .mutate(target, object, &shoot, &objects)
         .map(|m| Outcome::Mutated(Box::new(m)))
+}
+
+/// The objects the engine needs for this object, from the state source.
+pub async fn fetch(
+    engine: &Engine,
+    state: &dyn StateSource,
+    target: &crate::profile::Target,
+    object: &Value,
+    shoot: &crate::gardener::ShootContext,
+    namespace: &str,
+) -> Result<Objects, Denial> {
+    let mut objects = Objects::new();
+    for need in engine.needs(target, object, shoot)? {
+        let (kind, need_namespace, name, optional) = match need {
+            Need::Object {
+                kind,
+                namespace,
+                name,
+                optional,
+            } => (kind, namespace, name, optional),
+            Need::LabelledSecrets { key, value } => {
+                objects.labelled = state
+                    .list_labelled(crate::gardener::ObjectKind::Secret, (&key, &value))
+                    .await
+                    .map_err(|e| Denial::Forbidden(e.to_string()))?;
+                continue;
+            }
+            Need::BackupBucket { name } => {
+                let found = state
+                    .backup_bucket(&name)
+                    .await
+                    .map_err(|e| Denial::Forbidden(e.to_string()))?;
+                match found {
+                    Some(config) => objects.backup_bucket = Some(config),
+                    None => {
+                        return Err(Denial::Forbidden(format!(
+                            "could not get BackupBucket {name:?}: not found"
+                        )));
+                    }
+                }
+                continue;
+            }
+        };
+        let in_namespace = match need_namespace {
+            NamespaceRef::Object => Some(namespace),
+            NamespaceRef::TechnicalId => shoot.technical_id().filter(|id| !id.is_empty()),
+        };
+        let found = match in_namespace {
+            Some(ns) => state
+                .object(kind, ns, &name)
+                .await
+                .map_err(|e| Denial::Forbidden(e.to_string()))?,
+            None => None,
+        };
+        match found {
+            Some(data) => {
+                objects.insert((kind, need_namespace, name), data);
+            }
+            None if optional => {}
+            None => {
+                return Err(Denial::Forbidden(format!(
+                    "could not get {} '{}/{}': not found",
+                    kind.word(),
+                    in_namespace.unwrap_or_default(),
+                    name
+                )));
+            }
+        }
+    }
+    Ok(objects)
 }
 
 impl Mutator for WebhookMutator {

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::osc::{FileSpec, KubeletConfigField, KubeletFlag, SysctlSpec, UnitOptionSpec, UnitSpec};
+use super::seed::{CloudproviderSecret, EtcdStorage};
+
 /// Which string list of a container a flag action edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -177,6 +180,22 @@ pub enum Action {
     /// Pod-template annotation `checksum/configmap-<name>` over the ConfigMap's data.
     ConfigMapChecksum(NameRef),
     ProviderSidecar(ProviderSidecar),
+    /// OperatingSystemConfig: a flag of the kubelet's ExecStart.
+    KubeletFlag(KubeletFlag),
+    /// OperatingSystemConfig: an option of the kubelet unit.
+    UnitOption(UnitOptionSpec),
+    /// OperatingSystemConfig: a field of the kubelet configuration file.
+    KubeletConfig(KubeletConfigField),
+    /// OperatingSystemConfig: a line of `/etc/sysctl.d/99-k8s-general.conf`.
+    Sysctl(SysctlSpec),
+    /// OperatingSystemConfig: an additional unit.
+    Unit(UnitSpec),
+    /// OperatingSystemConfig: an additional file.
+    File(Box<FileSpec>),
+    /// The `cloudprovider` Secret: the provider's credential keys.
+    CloudproviderSecret(CloudproviderSecret),
+    /// An Etcd: storage class and capacity.
+    EtcdStorage(Box<EtcdStorage>),
 }
 
 /// Where an action applies.
@@ -188,6 +207,12 @@ pub enum Scope {
     PodTemplate,
     /// A VerticalPodAutoscaler.
     Vpa,
+    /// An OperatingSystemConfig.
+    Osc,
+    /// A Secret.
+    Secret,
+    /// An Etcd.
+    Etcd,
 }
 
 impl Action {
@@ -216,6 +241,14 @@ impl Action {
             Action::SecretChecksum(_) => "secretChecksum",
             Action::ConfigMapChecksum(_) => "configMapChecksum",
             Action::ProviderSidecar(_) => "providerSidecar",
+            Action::KubeletFlag(_) => "kubeletFlag",
+            Action::UnitOption(_) => "unitOption",
+            Action::KubeletConfig(_) => "kubeletConfig",
+            Action::Sysctl(_) => "sysctl",
+            Action::Unit(_) => "unit",
+            Action::File(_) => "file",
+            Action::CloudproviderSecret(_) => "cloudproviderSecret",
+            Action::EtcdStorage(_) => "etcdStorage",
         }
     }
 
@@ -232,6 +265,14 @@ impl Action {
             | Action::EnsureVolumeMount(_)
             | Action::RemoveVolumeMount(_) => Scope::Container,
             Action::EnsureVpaContainerPolicy(_) | Action::RemoveVpaContainerPolicy(_) => Scope::Vpa,
+            Action::KubeletFlag(_)
+            | Action::UnitOption(_)
+            | Action::KubeletConfig(_)
+            | Action::Sysctl(_)
+            | Action::Unit(_)
+            | Action::File(_) => Scope::Osc,
+            Action::CloudproviderSecret(_) => Scope::Secret,
+            Action::EtcdStorage(_) => Scope::Etcd,
             _ => Scope::PodTemplate,
         }
     }

@@ -14,6 +14,8 @@
 //! | `vpaEnabled: true\|false` | the shoot wants a VerticalPodAutoscaler (`spec.kubernetes.verticalPodAutoscaler.enabled`) |
 //! | `workloadIdentity: true\|false` | the credentials Secret counts as workload identity (only where the credentials are read: the `ccm:` section) |
 //! | `annotation: <key>` | the shoot annotation parses as true (Go's `strconv.ParseBool`) |
+//! | `kubelet: "<range>"` | (OperatingSystemConfig rules) the pool's kubelet version is in the range |
+//! | `configMapExists: {name, namespace?}` | (OperatingSystemConfig rules) the ConfigMap exists, in the object's namespace or the shoot's `technicalID` |
 //! | `infrastructureConfig`, `controlPlaneConfig`, `cloudProfileConfig: {path, equals \| notFalse: true}` | a field of the shoot's InfrastructureConfig, ControlPlaneConfig or the CloudProfile's providerConfig, by dotted path, equals the value / is absent, null or anything but `false` |
 //! | `all: [...]`, `any: [...]`, `not: {...}` | combinators |
 //!
@@ -24,10 +26,24 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use semver::Version;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::version::VersionRange;
 use crate::gardener::ShootContext;
+
+/// Which namespace an object a rule reads lives in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NamespaceRef {
+    /// The namespace of the object being mutated.
+    #[default]
+    Object,
+    /// The shoot's `status.technicalID`.
+    TechnicalId,
+}
 
 /// What conditions are evaluated against.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +54,12 @@ pub struct Facts<'a> {
     /// Whether the credentials Secret counts as workload identity; `None`
     /// where the credentials are not read (rule conditions).
     pub workload_identity: Option<bool>,
+    /// The kubelet version of the worker pool an OperatingSystemConfig
+    /// belongs to (its own, else the shoot's); `None` for other objects.
+    pub kubelet: Option<&'a Version>,
+    /// The ConfigMaps that exist, of those OperatingSystemConfig rules ask
+    /// about; `None` for other objects.
+    pub config_maps: Option<&'a BTreeSet<(NamespaceRef, String)>>,
 }
 
 impl<'a> Facts<'a> {
@@ -47,6 +69,8 @@ impl<'a> Facts<'a> {
             shoot,
             provider: shoot.provider_type(),
             workload_identity: None,
+            kubelet: None,
+            config_maps: None,
         }
     }
 }
@@ -169,6 +193,9 @@ pub enum FieldTest {
     Equals(Value),
     /// The field is absent, null or anything but `false` (Go's `ptr.Deref(x, true)`).
     NotFalse,
+    /// The config itself is (not) given: `{present: true|false}`, no path
+    /// (Go's `infraConfig != nil`).
+    Present(bool),
 }
 
 /// A compiled condition.
@@ -186,6 +213,13 @@ pub enum Condition {
     Is(Fact, bool),
     /// The shoot annotation parses as true (Go's strconv.ParseBool).
     AnnotationTrue(String),
+    /// The worker pool's kubelet version is in the range.
+    Kubelet(VersionRange),
+    /// The ConfigMap exists.
+    ConfigMapExists {
+        name: String,
+        namespace: NamespaceRef,
+    },
     /// A field of a raw provider config, by dotted path.
     Field {
         config: Config,
@@ -215,12 +249,16 @@ pub enum Place {
     Rule,
     /// The `ccm:` section (the renderer holds the credentials Secret).
     Ccm,
+    /// A rule of the `operatingsystemconfig` component (knows the pool's
+    /// kubelet version and the ConfigMaps its conditions name).
+    Osc,
 }
 
 /// The keys a condition map may have, in the order they are combined.
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 17] = [
     "kubernetes",
     "workerKubernetes",
+    "kubelet",
     "ipv6",
     "dualStack",
     "overlayEnabled",
@@ -228,6 +266,7 @@ const KEYS: [&str; 15] = [
     "workloadIdentity",
     "vpaEnabled",
     "annotation",
+    "configMapExists",
     "infrastructureConfig",
     "controlPlaneConfig",
     "cloudProfileConfig",
@@ -290,6 +329,13 @@ impl Condition {
             },
             Condition::Is(fact, want) => fact.eval(facts)? == *want,
             Condition::AnnotationTrue(key) => shoot.annotation_is_true(key),
+            Condition::Kubelet(range) => {
+                range.contains(facts.kubelet.ok_or(ConditionError::Unknown("kubelet"))?)
+            }
+            Condition::ConfigMapExists { name, namespace } => facts
+                .config_maps
+                .ok_or(ConditionError::Unknown("configMapExists"))?
+                .contains(&(*namespace, name.clone())),
             Condition::Field { config, path, test } => {
                 let field = config
                     .of(shoot)
@@ -297,6 +343,9 @@ impl Condition {
                 match test {
                     FieldTest::Equals(want) => field == Some(want),
                     FieldTest::NotFalse => field != Some(&Value::Bool(false)),
+                    FieldTest::Present(want) => {
+                        config.of(shoot).is_some_and(|c| !c.is_null()) == *want
+                    }
                 }
             }
             Condition::All(all) => {
@@ -352,13 +401,30 @@ impl Condition {
                     .map(String::as_str)
                     .unwrap_or("<unset>"),
             ),
+            Condition::Kubelet(range) => format!(
+                "kubelet {} in \"{range}\": {verdict}",
+                facts
+                    .kubelet
+                    .map_or_else(|| "(unknown)".to_string(), ToString::to_string)
+            ),
+            Condition::ConfigMapExists { name, namespace } => format!(
+                "configmap {}/{name} exists: {verdict}",
+                match namespace {
+                    NamespaceRef::Object => "(object namespace)",
+                    NamespaceRef::TechnicalId =>
+                        shoot.technical_id().unwrap_or("(technicalID unset)"),
+                }
+            ),
             Condition::Field { config, path, test } => format!(
-                "{}.{} {}: {verdict}",
+                "{}{}{} {}: {verdict}",
                 config.key(),
+                if path.is_empty() { "" } else { "." },
                 path.join("."),
                 match test {
                     FieldTest::Equals(v) => format!("== {v}"),
                     FieldTest::NotFalse => "is not false".to_string(),
+                    FieldTest::Present(true) => "is given".to_string(),
+                    FieldTest::Present(false) => "is not given".to_string(),
                 },
             ),
             Condition::All(all) => format!(
@@ -379,6 +445,18 @@ impl Condition {
         }
     }
 
+    /// The ConfigMaps `configMapExists` asks about, appended to `out`.
+    pub fn config_maps(&self, out: &mut Vec<(NamespaceRef, String)>) {
+        match self {
+            Condition::ConfigMapExists { name, namespace } => out.push((*namespace, name.clone())),
+            Condition::All(list) | Condition::Any(list) => {
+                list.iter().for_each(|c| c.config_maps(out));
+            }
+            Condition::Not(c) => c.config_maps(out),
+            _ => {}
+        }
+    }
+
     /// The condition keys this condition uses, for documentation checks.
     pub fn keys(&self, out: &mut BTreeSet<&'static str>) {
         match self {
@@ -393,6 +471,12 @@ impl Condition {
             }
             Condition::AnnotationTrue(_) => {
                 out.insert("annotation");
+            }
+            Condition::Kubelet(_) => {
+                out.insert("kubelet");
+            }
+            Condition::ConfigMapExists { .. } => {
+                out.insert("configMapExists");
             }
             Condition::Field { config, .. } => {
                 out.insert(config.key());
@@ -437,8 +521,31 @@ fn compile_key(key: &str, v: &Value, field: &str, place: Place) -> Result<Condit
     if let Some(config) = Config::ALL.into_iter().find(|c| c.key() == key) {
         return compile_field(config, v, field);
     }
+    if matches!(key, "kubelet" | "configMapExists") && place != Place::Osc {
+        return invalid(format!(
+            "{key} is only known for an OperatingSystemConfig (rules of the operatingsystemconfig component)"
+        ));
+    }
     match key {
         "kubernetes" => Ok(Condition::Kubernetes(range(v, field)?)),
+        "kubelet" => Ok(Condition::Kubelet(range(v, field)?)),
+        "configMapExists" => {
+            let map = object(v, field, &["name", "namespace"])?;
+            let name = match map.get("name") {
+                Some(Value::String(n)) if !n.is_empty() => n.clone(),
+                _ => return Err((format!("{field}.name"), "must be a ConfigMap name".into())),
+            };
+            let namespace = match map.get("namespace") {
+                None | Some(Value::Null) => NamespaceRef::Object,
+                Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+                    (
+                        format!("{field}.namespace"),
+                        format!("{v} is not one of object or technicalId"),
+                    )
+                })?,
+            };
+            Ok(Condition::ConfigMapExists { name, namespace })
+        }
         "workerKubernetes" => {
             let map = object(v, field, &["pool", "range"])?;
             let pool = match map.get("pool") {
@@ -514,7 +621,23 @@ fn object<'v>(v: &'v Value, field: &str, keys: &[&str]) -> Result<&'v Map<String
 }
 
 fn compile_field(config: Config, v: &Value, field: &str) -> Result<Condition, Invalid> {
-    let map = object(v, field, &["path", "equals", "notFalse"])?;
+    let map = object(v, field, &["path", "equals", "notFalse", "present"])?;
+    if let Some(present) = map.get("present") {
+        let Value::Bool(want) = present else {
+            return Err((
+                format!("{field}.present"),
+                format!("must be true or false, not {present}"),
+            ));
+        };
+        if map.len() != 1 {
+            return Err((field.to_string(), "`present` stands alone (no path)".into()));
+        }
+        return Ok(Condition::Field {
+            config,
+            path: Vec::new(),
+            test: FieldTest::Present(*want),
+        });
+    }
     let path_text = match map.get("path") {
         Some(Value::String(p)) => p.clone(),
         _ => {

@@ -10,6 +10,8 @@
 //! | `targets.rs` | the components rules apply to ([`TARGETS`]) and where actions write ([`Place`], [`Action::touches`]) |
 //! | `condition.rs` | the condition language ([`Condition`], evaluated over [`Facts`]) |
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
+//! | `osc.rs` | the OperatingSystemConfig actions (kubelet flag, unit option, kubelet config field, sysctl line, unit, file) |
+//! | `seed.rs` | the `cloudprovider` Secret and Etcd actions |
 //! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs`, `ccm_objects.rs` | the `ccm:` section ([`CcmSpec`]) and its extra objects |
 //! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]); `builtin/imagevector/<provider>.yaml` are the built-in ones |
 //! | `validate.rs` | the checks serde cannot make |
@@ -24,6 +26,8 @@ mod ccm_objects;
 mod ccm_parts;
 mod condition;
 pub mod imagevector;
+pub mod osc;
+pub mod seed;
 mod targets;
 mod validate;
 mod version;
@@ -41,7 +45,11 @@ pub use actions::{
 pub use ccm::CcmSpec;
 pub use condition::{Condition, ConditionError, Config, Fact, Facts, FieldTest};
 pub use imagevector::{FindOptions, ImageVector, ImageVectorError};
-pub use targets::{Place, TARGETS, Target, Touch, target_for_component};
+pub use targets::{
+    ANY_NAME, CLOUDPROVIDER_WEBHOOK, CONTROLPLANE_WEBHOOK, ETCD_NAMES, Place, ProviderLabel,
+    SEEDPROVIDER_WEBHOOK, TARGETS, Target, Touch, WEBHOOKS, Webhook, target_for_component,
+    targets_of,
+};
 pub use version::VersionRange;
 
 /// Names of the built-in provider profiles.
@@ -55,6 +63,50 @@ const BUILTIN_SOURCES: &[(&str, &str)] = &[
     ("gcp", include_str!("builtin/gcp.yaml")),
     ("openstack", include_str!("builtin/openstack.yaml")),
 ];
+
+/// The data files of the built-in profiles (`contentFile`, `valueFile`), by
+/// their path below `src/profile/builtin/`.
+const BUILTIN_FILES: &[(&str, &str)] = &[
+    (
+        "alicloud/provider-id-execstartpre",
+        include_str!("builtin/alicloud/provider-id-execstartpre"),
+    ),
+    (
+        "aws/custom-mtu.service",
+        include_str!("builtin/aws/custom-mtu.service"),
+    ),
+    (
+        "aws/ecr-credential-provider-config.json",
+        include_str!("builtin/aws/ecr-credential-provider-config.json"),
+    ),
+    (
+        "aws/mtu-customizer.sh",
+        include_str!("builtin/aws/mtu-customizer.sh"),
+    ),
+    (
+        "gcp/google-guest-agent.service",
+        include_str!("builtin/gcp/google-guest-agent.service"),
+    ),
+    (
+        "gcp/instance_configs.cfg",
+        include_str!("builtin/gcp/instance_configs.cfg"),
+    ),
+    (
+        "openstack/update-resolv-conf.path",
+        include_str!("builtin/openstack/update-resolv-conf.path"),
+    ),
+    (
+        "openstack/update-resolv-conf.service",
+        include_str!("builtin/openstack/update-resolv-conf.service"),
+    ),
+    (
+        "openstack/update-resolv-conf.sh",
+        include_str!("builtin/openstack/update-resolv-conf.sh"),
+    ),
+];
+
+/// Reads a data file a profile names; the error says why it cannot.
+pub type DataFiles<'a> = dyn Fn(&str) -> Result<String, String> + 'a;
 
 /// Variables usable as `{{name}}` in action strings.
 pub const TEMPLATE_VARIABLES: &[&str] = &["namespace", "region"];
@@ -70,6 +122,10 @@ pub struct Profile {
     pub components: Vec<(&'static str, Vec<Rule>)>,
     /// The `ccm:` section, when the profile has one.
     pub ccm: Option<CcmSpec>,
+    /// The k8s.io/kubelet minor the provider's Go extension is built with
+    /// (`kubeletLibrary: "0.35"`): which KubeletConfiguration fields survive
+    /// a re-encode. Default: the newest scion knows.
+    pub kubelet_library: u32,
 }
 
 /// One named rule.
@@ -126,6 +182,9 @@ struct ProfileFile {
     /// The cloud-controller-manager the ControlPlane controller deploys.
     #[serde(default)]
     ccm: Option<CcmSpec>,
+    /// The k8s.io/kubelet minor of the provider's Go extension, e.g. "0.35".
+    #[serde(default)]
+    kubelet_library: Option<String>,
 }
 
 /// A rule as written.
@@ -159,7 +218,13 @@ impl Profile {
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-        Profile::from_yaml(&format!("{provider}.yaml"), text)
+        Profile::parse(&format!("{provider}.yaml"), text, &|name: &str| {
+            BUILTIN_FILES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, text)| (*text).to_string())
+                .ok_or_else(|| format!("no built-in data file {name:?}"))
+        })
     }
 
     /// Load a profile file (same schema as the built-ins).
@@ -168,11 +233,28 @@ impl Profile {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        Profile::from_yaml(&path.display().to_string(), &text)
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Profile::parse(&path.display().to_string(), &text, &|name: &str| {
+            let file = dir.join(name);
+            std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read {}: {e}", file.display()))
+        })
     }
 
-    /// Parse and validate profile text; `file` names it in errors.
+    /// Parse and validate profile text; `file` names it in errors. Data files
+    /// are looked up among the built-in ones.
     pub fn from_yaml(file: &str, text: &str) -> Result<Profile, ProfileError> {
+        Profile::parse(file, text, &|name: &str| {
+            BUILTIN_FILES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, text)| (*text).to_string())
+                .ok_or_else(|| format!("no data file {name:?} next to the profile"))
+        })
+    }
+
+    /// Parse and validate profile text, reading data files with `files`.
+    pub fn parse(file: &str, text: &str, files: &DataFiles<'_>) -> Result<Profile, ProfileError> {
         let parse = |message: String| ProfileError::Parse {
             file: file.to_string(),
             message,
@@ -193,7 +275,7 @@ impl Profile {
                 }
             }
         })?;
-        validate::compile(file, raw)
+        validate::compile(file, raw, files)
     }
 
     /// The rules of a component (empty if the profile has none).
@@ -226,6 +308,11 @@ impl Profile {
         let mut seen = std::collections::BTreeSet::new();
         names.retain(|n| seen.insert(*n));
         names
+    }
+
+    /// Whether the profile has rules for a component (an empty list counts).
+    pub fn has_component(&self, component: &str) -> bool {
+        self.components.iter().any(|(c, _)| *c == component)
     }
 
     /// The `ccm:` section, which the ControlPlane controller needs.

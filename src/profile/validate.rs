@@ -7,10 +7,19 @@ use serde_json::Value;
 
 use super::actions::{Action, Scope};
 use super::condition::{Condition, Place};
+use super::osc::check_file;
 use super::targets::{TARGETS, target_for_component};
-use super::{Profile, ProfileError, ProfileFile, Rule, TEMPLATE_VARIABLES};
+use super::{DataFiles, Profile, ProfileError, ProfileFile, Rule, TEMPLATE_VARIABLES};
+use crate::gardener::version::parse_version;
 
-pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileError> {
+/// The k8s.io/kubelet minors whose KubeletConfiguration scion knows.
+const KUBELET_LIBRARIES: std::ops::RangeInclusive<u32> = 35..=36;
+
+pub(super) fn compile(
+    file: &str,
+    mut raw: ProfileFile,
+    files: &DataFiles<'_>,
+) -> Result<Profile, ProfileError> {
     let other = |message: String| ProfileError::Other {
         file: file.to_string(),
         message,
@@ -32,7 +41,7 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
             ))
         })?;
         let mut compiled = Vec::with_capacity(rules.len());
-        for rule in rules {
+        for mut rule in rules {
             let invalid = |field: String, message: String| ProfileError::Invalid {
                 file: file.to_string(),
                 rule: rule.name.clone(),
@@ -47,10 +56,15 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
             if !seen.insert(rule.name.clone()) {
                 return Err(invalid("name".into(), "duplicate rule name".into()));
             }
+            let place = if target.is_osc() {
+                Place::Osc
+            } else {
+                Place::Rule
+            };
             let when = rule
                 .when
                 .as_ref()
-                .map(|c| Condition::compile(c, "when", Place::Rule))
+                .map(|c| Condition::compile(c, "when", place))
                 .transpose()
                 .map_err(|(field, msg)| invalid(field, msg))?;
             if rule.actions.is_empty() {
@@ -59,18 +73,23 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
                     "must list at least one action".into(),
                 ));
             }
-            if target.is_vpa() && rule.container.is_some() {
+            if !target.is_deployment() && rule.container.is_some() {
                 return Err(invalid(
                     "container".into(),
-                    "a VerticalPodAutoscaler has no containers".into(),
+                    format!("a {} has no containers", target.kind),
                 ));
             }
-            for (i, action) in rule.actions.iter().enumerate() {
+            for (i, action) in rule.actions.iter_mut().enumerate() {
                 let field = format!("actions[{i}].{}", action.kind());
-                check_action(action, target.is_vpa()).map_err(|m| invalid(field.clone(), m))?;
-                let as_value = serde_json::to_value(action)
+                read_data_files(action, files).map_err(|m| invalid(field.clone(), m))?;
+                check_action(action, target).map_err(|m| invalid(field.clone(), m))?;
+                let as_value = serde_json::to_value(&*action)
                     .map_err(|e| invalid(field.clone(), e.to_string()))?;
-                check_templates(&as_value).map_err(|m| invalid(field.clone(), m))?;
+                let mut allowed: Vec<&str> = TEMPLATE_VARIABLES.to_vec();
+                if let Action::File(spec) = &*action {
+                    allowed.extend(spec.vars.keys().map(String::as_str));
+                }
+                check_templates(&as_value, &allowed).map_err(|m| invalid(field.clone(), m))?;
             }
             compiled.push(Rule {
                 name: rule.name,
@@ -82,6 +101,22 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
         }
         components.push((target.component, compiled));
     }
+    let kubelet_library = match raw.kubelet_library.take() {
+        None => *KUBELET_LIBRARIES.end(),
+        Some(text) => parse_version(&format!("{text}.0"))
+            .ok()
+            .filter(|v| v.major == 0 && KUBELET_LIBRARIES.contains(&(v.minor as u32)))
+            .map(|v| v.minor as u32)
+            .ok_or_else(|| ProfileError::Field {
+                file: file.to_string(),
+                field: "kubeletLibrary".into(),
+                message: format!(
+                    "{text:?} is not a k8s.io/kubelet minor scion knows (0.{}–0.{})",
+                    KUBELET_LIBRARIES.start(),
+                    KUBELET_LIBRARIES.end()
+                ),
+            })?,
+    };
     if let Some(ccm) = &raw.ccm {
         ccm.validate()
             .map_err(|(field, message)| ProfileError::Field {
@@ -96,16 +131,53 @@ pub(super) fn compile(file: &str, raw: ProfileFile) -> Result<Profile, ProfileEr
         description: raw.description,
         components,
         ccm: raw.ccm,
+        kubelet_library,
     })
 }
 
-fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
-    match (action.scope(), vpa) {
-        (Scope::Vpa, false) => {
+/// Replace `valueFile`/`contentFile` by the file's text.
+fn read_data_files(action: &mut Action, files: &DataFiles<'_>) -> Result<(), String> {
+    let (slot, name) = match action {
+        Action::UnitOption(o) => (&mut o.value, o.value_file.as_deref()),
+        Action::Unit(u) => (&mut u.content, u.content_file.as_deref()),
+        Action::File(f) => (&mut f.content, f.content_file.as_deref()),
+        _ => return Ok(()),
+    };
+    let Some(name) = name else {
+        return Ok(());
+    };
+    if slot.is_some() {
+        return Err(format!(
+            "give the content inline or as the file {name:?}, not both"
+        ));
+    }
+    *slot = Some(files(name)?);
+    Ok(())
+}
+
+fn check_action(action: &Action, target: &crate::profile::Target) -> Result<(), String> {
+    let own = match action.scope() {
+        Scope::Secret => Some(target.is_secret()),
+        Scope::Etcd => Some(target.is_etcd()),
+        _ if target.is_secret() || target.is_etcd() => Some(false),
+        _ => None,
+    };
+    if own == Some(false) {
+        return Err(format!("not allowed on component {}", target.component));
+    }
+    match (action.scope(), target.is_vpa(), target.is_osc()) {
+        (Scope::Secret | Scope::Etcd, _, _) => {}
+        (Scope::Vpa, false, _) => {
             return Err("only allowed for machine-controller-manager-vpa".into());
         }
-        (Scope::Container | Scope::PodTemplate, true) => {
+        (Scope::Container | Scope::PodTemplate, true, _) => {
             return Err("not allowed on a VerticalPodAutoscaler".into());
+        }
+        (Scope::Osc, _, false) => {
+            return Err("only allowed for operatingsystemconfig".into());
+        }
+        (Scope::Container | Scope::PodTemplate | Scope::Vpa, _, true) => {
+            return Err("not allowed on an OperatingSystemConfig".into());
         }
         _ => {}
     }
@@ -162,12 +234,51 @@ fn check_action(action: &Action, vpa: bool) -> Result<(), String> {
             }
             Ok(())
         }
+        Action::KubeletFlag(k) => non_empty(&k.flag, "flag"),
+        Action::UnitOption(o) => {
+            non_empty(&o.section, "section")?;
+            non_empty(&o.name, "name")?;
+            if o.value.is_none() {
+                return Err("needs `value` or `valueFile`".into());
+            }
+            Ok(())
+        }
+        Action::KubeletConfig(k) => {
+            let path: Vec<&str> = k.field.split('.').collect();
+            if path.iter().any(|p| p.is_empty()) {
+                return Err(format!("`field` {:?} is not a dotted path", k.field));
+            }
+            if matches!(path[0], "apiVersion" | "kind") {
+                return Err("apiVersion and kind are the codec's".into());
+            }
+            crate::gardener::kubelet::field_exists(&path)
+        }
+        Action::Sysctl(s) => {
+            non_empty(&s.key, "key")?;
+            non_empty(&s.value, "value")?;
+            if s.value.contains('$') || s.key.contains(['$', '\n']) {
+                return Err("`key` and `value` must not contain `$` or a newline".into());
+            }
+            Ok(())
+        }
+        Action::Unit(u) => {
+            non_empty(&u.name, "name")?;
+            if let Some(c) = &u.command
+                && !matches!(c.as_str(), "start" | "restart" | "stop")
+            {
+                return Err(format!(
+                    "`command` {c:?} is not one of start, restart, stop"
+                ));
+            }
+            Ok(())
+        }
+        Action::File(spec) => check_file(spec),
         _ => Ok(()),
     }
 }
 
 /// Every `{{...}}` in a string of the action must name a known variable.
-fn check_templates(v: &Value) -> Result<(), String> {
+fn check_templates(v: &Value, allowed: &[&str]) -> Result<(), String> {
     match v {
         Value::String(s) => {
             let mut rest = s.as_str();
@@ -177,18 +288,18 @@ fn check_templates(v: &Value) -> Result<(), String> {
                     .find("}}")
                     .ok_or_else(|| format!("unclosed template in {s:?}"))?;
                 let name = after[..end].trim();
-                if !TEMPLATE_VARIABLES.contains(&name) {
+                if !allowed.contains(&name) {
                     return Err(format!(
                         "unknown template variable {name:?} in {s:?} (known: {})",
-                        TEMPLATE_VARIABLES.join(", ")
+                        allowed.join(", ")
                     ));
                 }
                 rest = &after[end + 2..];
             }
             Ok(())
         }
-        Value::Array(items) => items.iter().try_for_each(check_templates),
-        Value::Object(map) => map.values().try_for_each(check_templates),
+        Value::Array(items) => items.iter().try_for_each(|i| check_templates(i, allowed)),
+        Value::Object(map) => map.values().try_for_each(|i| check_templates(i, allowed)),
         _ => Ok(()),
     }
 }

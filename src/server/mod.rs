@@ -1,7 +1,8 @@
 //! The HTTPS admission server and the plain-HTTP health and metrics listeners.
 //!
 //! ```text
-//! --listen          HTTPS  POST /controlplane   (AdmissionReview v1 / v1beta1)
+//! --listen          HTTPS  POST /controlplane, /cloudprovider, /seedprovider
+//!                          (AdmissionReview v1 / v1beta1; the paths of profile::WEBHOOKS)
 //! --health-listen   HTTP   GET /healthz, GET /readyz
 //! --metrics-listen  HTTP   GET /metrics
 //! ```
@@ -49,7 +50,7 @@ pub use metrics::{Metrics, Outcome};
 pub use probes::PROBE_MAX_CONNECTIONS;
 pub use readiness::{Check, Readiness, ReadinessReport};
 
-use crate::admission::{CONTROLPLANE_PATH, Mutator};
+use crate::admission::Mutator;
 use crate::tls::{
     self, ClientAuthConfig, LiveServerConfig, ReloadTask, ReloadingResolver, TlsError,
 };
@@ -431,11 +432,13 @@ impl Server {
             config.max_requests_in_flight,
             config.mutation_workers,
         ));
-        let router = Router::new()
-            .route(
-                CONTROLPLANE_PATH,
-                post(webhook::controlplane).fallback(method_not_allowed),
-            )
+        let router = crate::admission::webhook_paths()
+            .fold(Router::new(), |router, path| {
+                router.route(
+                    path,
+                    post(webhook::controlplane).fallback(method_not_allowed),
+                )
+            })
             .fallback(probes::not_found)
             .with_state(state);
         let draining = readiness.clone();
@@ -444,7 +447,8 @@ impl Server {
             draining.set_draining();
             tracing::info!("shutdown requested; readiness now fails");
         };
-        tracing::info!(listener = "https", addr = %addrs.https, path = CONTROLPLANE_PATH, max_connections = config.max_connections, max_requests_in_flight = config.max_requests_in_flight, "listening");
+        let paths: Vec<&str> = crate::admission::webhook_paths().collect();
+        tracing::info!(listener = "https", addr = %addrs.https, paths = ?paths, max_connections = config.max_connections, max_requests_in_flight = config.max_requests_in_flight, "listening");
         tracing::info!(listener = "health", addr = %addrs.health, "listening");
         tracing::info!(listener = "metrics", addr = %addrs.metrics, "listening");
         serving.store(true, Ordering::SeqCst);
@@ -484,10 +488,10 @@ impl Server {
     }
 }
 
-async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(
         axum::http::StatusCode::METHOD_NOT_ALLOWED,
-        format!("method {method} is not allowed on {CONTROLPLANE_PATH}: use POST"),
+        format!("method {method} is not allowed on {}: use POST", uri.path()),
     )
 }
 

@@ -157,6 +157,72 @@ impl KubeState {
             name: name.to_string(),
             reason,
         };
+        self.within(request, error).await
+    }
+
+    /// A live LIST of the objects of `kind` labelled `label` in all
+    /// namespaces (never cached, like the GETs).
+    async fn list(
+        &self,
+        kind: ObjectKind,
+        label: (&str, &str),
+    ) -> Result<Vec<ObjectData>, StateError> {
+        let params = kube::api::ListParams::default().labels(&format!("{}={}", label.0, label.1));
+        let client = self.client.clone();
+        let request = async {
+            match kind {
+                ObjectKind::Secret => Api::<Secret>::all(client)
+                    .list(&params)
+                    .await
+                    .map(|l| l.items.into_iter().map(secret_data).collect()),
+                ObjectKind::ConfigMap => Api::<ConfigMap>::all(client)
+                    .list(&params)
+                    .await
+                    .map(|l| l.items.into_iter().map(configmap_data).collect()),
+            }
+        };
+        let error = |reason: String| StateError::Api {
+            kind: kind.word(),
+            namespace: "*".to_string(),
+            name: format!("{}={}", label.0, label.1),
+            reason,
+        };
+        self.within(request, error).await
+    }
+
+    /// A live GET of a cluster-scoped BackupBucket: its `spec.providerConfig`.
+    async fn get_backup_bucket(&self, name: &str) -> Result<Option<serde_json::Value>, StateError> {
+        let gvk = crate::gardener::BACKUP_BUCKET;
+        let resource = kube::discovery::ApiResource {
+            group: gvk.group.into(),
+            version: gvk.version.into(),
+            api_version: gvk.api_version(),
+            kind: gvk.kind.into(),
+            plural: gvk.plural.into(),
+        };
+        let api: Api<kube::api::DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let error = |reason: String| StateError::Api {
+            kind: "backupbucket",
+            namespace: String::new(),
+            name: name.to_string(),
+            reason,
+        };
+        let found = self.within(api.get_opt(name), error).await?;
+        Ok(found.map(|b| {
+            b.data
+                .pointer("/spec/providerConfig")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null)
+        }))
+    }
+
+    /// One API call bounded by the GET timeout; its error or the timeout
+    /// described by `error`.
+    async fn within<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+        error: impl Fn(String) -> StateError,
+    ) -> Result<T, StateError> {
         match tokio::time::timeout(self.options.get_timeout, request).await {
             Ok(Ok(found)) => Ok(found),
             Ok(Err(e)) => Err(error(describe(&e))),
@@ -186,6 +252,21 @@ impl StateSource for KubeState {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ObjectData>, StateError>> {
         Box::pin(self.get(kind, namespace, name))
+    }
+
+    fn list_labelled<'a>(
+        &'a self,
+        kind: ObjectKind,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<ObjectData>, StateError>> {
+        Box::pin(self.list(kind, label))
+    }
+
+    fn backup_bucket<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StateError>> {
+        Box::pin(self.get_backup_bucket(name))
     }
 
     fn is_synced(&self) -> bool {

@@ -10,7 +10,7 @@ mod watch;
 
 pub use files::LoadProblem;
 pub use kube::{KubeState, KubeStateOptions};
-pub use objects::{DecodedObject, Document, decode_object};
+pub use objects::{DecodedObject, Document, decode_object, fold_string_data};
 pub use objects_dir::{MAX_FILE_BYTES, ObjectsDir, ObjectsDirError};
 pub use snapshot::Snapshot;
 pub use watch::DEFAULT_DEBOUNCE;
@@ -54,6 +54,22 @@ pub trait StateSource: Send + Sync + 'static {
         namespace: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ObjectData>, StateError>>;
+
+    /// The objects of `kind` in all namespaces labelled `label` (Azure's
+    /// tenant service principal Secrets).
+    fn list_labelled<'a>(
+        &'a self,
+        kind: ObjectKind,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<ObjectData>, StateError>>;
+
+    /// The `spec.providerConfig` of the cluster-scoped BackupBucket `name`
+    /// (`Some(Value::Null)` when it has none); `Ok(None)` when it does not
+    /// exist.
+    fn backup_bucket<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StateError>>;
 
     /// True once the initial sync finished; `/readyz` waits for it.
     fn is_synced(&self) -> bool;

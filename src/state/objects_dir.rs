@@ -240,6 +240,23 @@ impl StateSource for ObjectsDir {
         Box::pin(async move { Ok(found) })
     }
 
+    fn list_labelled<'a>(
+        &'a self,
+        kind: ObjectKind,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<ObjectData>, StateError>> {
+        let found = self.inner.current.load().labelled(kind, label);
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn backup_bucket<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StateError>> {
+        let found = self.inner.current.load().get_backup_bucket(name).cloned();
+        Box::pin(async move { Ok(found) })
+    }
+
     /// The first load happens in [`ObjectsDir::load`]; false while the
     /// directory itself cannot be read.
     fn is_synced(&self) -> bool {
@@ -301,6 +318,13 @@ fn build_snapshot<'a>(
                 } => {
                     duplicate(format!("ControlPlane {namespace}/{name}"), path);
                     snapshot.insert_controlplane(namespace, name, object.clone());
+                }
+                DecodedObject::BackupBucket {
+                    name,
+                    provider_config,
+                } => {
+                    duplicate(format!("BackupBucket {name}"), path);
+                    snapshot.insert_backup_bucket(name, provider_config.clone());
                 }
                 DecodedObject::Ignored { .. } => {}
             }

@@ -20,6 +20,8 @@ pub struct Snapshot {
     /// answer with the projection error rather than "not found".
     malformed: HashMap<String, StateError>,
     objects: BTreeMap<(ObjectKind, String, String), ObjectData>,
+    /// BackupBuckets by name: their `spec.providerConfig`.
+    backup_buckets: BTreeMap<String, Value>,
     controlplanes: BTreeMap<(String, String), Value>,
 }
 
@@ -72,6 +74,28 @@ impl Snapshot {
     }
 
     /// Number of shoot contexts.
+    /// Add a BackupBucket's `spec.providerConfig`.
+    pub fn insert_backup_bucket(&mut self, name: &str, provider_config: Value) {
+        self.backup_buckets
+            .insert(name.to_string(), provider_config);
+    }
+
+    /// The objects of `kind` labelled `label`, in all namespaces.
+    pub fn labelled(&self, kind: ObjectKind, label: (&str, &str)) -> Vec<ObjectData> {
+        self.objects
+            .iter()
+            .filter(|((k, _, _), data)| {
+                *k == kind && data.labels().get(label.0).is_some_and(|v| v == label.1)
+            })
+            .map(|(_, data)| data.clone())
+            .collect()
+    }
+
+    /// A BackupBucket's `spec.providerConfig`.
+    pub fn get_backup_bucket(&self, name: &str) -> Option<&Value> {
+        self.backup_buckets.get(name)
+    }
+
     pub fn shoot_count(&self) -> usize {
         self.shoots.len()
     }
@@ -109,6 +133,23 @@ impl StateSource for Snapshot {
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<ObjectData>, StateError>> {
         let found = self.get_object(kind, namespace, name).cloned();
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn list_labelled<'a>(
+        &'a self,
+        kind: ObjectKind,
+        label: (&'a str, &'a str),
+    ) -> BoxFuture<'a, Result<Vec<ObjectData>, StateError>> {
+        let found = self.labelled(kind, label);
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn backup_bucket<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Value>, StateError>> {
+        let found = self.get_backup_bucket(name).cloned();
         Box::pin(async move { Ok(found) })
     }
 

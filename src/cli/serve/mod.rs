@@ -119,6 +119,14 @@ pub struct ServeArgs {
     /// Image of the machine-controller-manager provider sidecar (beats the image vector).
     #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
     pub mcm_provider_image: Option<String>,
+    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
+    /// default: the profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
+    pub etcd_storage_class: Option<String>,
+    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
+    /// profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
+    pub etcd_storage_capacity: Option<String>,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
     #[arg(long, env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
@@ -227,7 +235,11 @@ fn build_mutator(
 ) -> anyhow::Result<Arc<dyn Mutator>> {
     let engine = Engine::new(profile)
         .with_image_vector(images)
-        .with_sidecar_image(args.mcm_provider_image.clone());
+        .with_sidecar_image(args.mcm_provider_image.clone())
+        .with_etcd_config(crate::mutation::EtcdConfig {
+            storage_class: args.etcd_storage_class.clone(),
+            storage_capacity: args.etcd_storage_capacity.clone(),
+        });
     let unresolved = engine.unresolved_images();
     if !unresolved.is_empty() {
         anyhow::bail!(

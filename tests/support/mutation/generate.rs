@@ -121,7 +121,10 @@ pub fn mutator(s: &Shoot, target: &Target, data: &BTreeMap<String, String>) -> W
     let ctx = context(s);
     let engine = Engine::new(Profile::builtin(s.provider).unwrap());
     let mut snap = Snapshot::default();
-    for (kind, name) in engine.needs(target, &ctx).unwrap() {
+    for need in engine.needs(target, &Value::Null, &ctx).unwrap() {
+        let scion::mutation::Need::Object { kind, name, .. } = need else {
+            continue;
+        };
         let object = match kind {
             ObjectKind::Secret => ObjectData::Secret {
                 data: Some(
@@ -220,7 +223,11 @@ pub fn extras_strategy() -> impl Strategy<Value = Extras> {
 
 /// The JSON pointers at which unknown fields are placed, by depth index.
 pub fn unknown_parent(target: &Target, depth: usize) -> &'static str {
-    if target.is_vpa() {
+    if target.is_secret() {
+        ["", "/metadata", "", "/metadata", "", ""][depth % 6]
+    } else if target.is_etcd() || target.is_osc() {
+        ["", "/metadata", "/spec", "/spec", "", "/metadata"][depth % 6]
+    } else if target.is_vpa() {
         [
             "",
             "/metadata",
@@ -247,6 +254,66 @@ pub fn insert_at(object: &mut Value, parent: &str, key: &str, value: Value) {
     }
 }
 
+/// The kubelet unit gardenlet writes, with extra flags before `--v=2`.
+pub fn kubelet_unit(flags: &[String]) -> String {
+    let mut lines = vec![
+        "/opt/bin/kubelet".to_string(),
+        "--config=/var/lib/kubelet/config/kubelet".to_string(),
+        "--node-labels=worker.gardener.cloud/pool=worker-a".to_string(),
+    ];
+    lines.extend(flags.iter().cloned());
+    lines.push("--v=2 $KUBELET_EXTRA_ARGS".to_string());
+    format!(
+        "[Unit]\nDescription=kubelet daemon\nAfter=containerd.service\n[Install]\nWantedBy=multi-user.target\n[Service]\nRestart=always\nEnvironmentFile=-/var/lib/kubelet/extra_args\nExecStart={}",
+        lines.join(" \\\n    ")
+    )
+}
+
+/// A KubeletConfiguration as gardenlet encodes it (b64 of sigs.k8s.io/yaml).
+pub const KUBELET_CONFIG: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    cacheTTL: 2m0s\n    enabled: true\n  x509:\n    clientCAFile: /var/lib/kubelet/ca.crt\nauthorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 5m0s\n    cacheUnauthorizedTTL: 30s\ncgroupDriver: systemd\nclusterDNS:\n- 100.64.0.10\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\ncpuManagerReconcilePeriod: 10s\ncrashLoopBackOff: {}\nenableControllerAttachDetach: true\nevictionPressureTransitionPeriod: 4m0s\nfileCheckFrequency: 20s\nhttpCheckFrequency: 20s\nimageMaximumGCAge: 0s\nimageMinimumGCAge: 2m0s\nkind: KubeletConfiguration\nlogging:\n  flushFrequency: 0\n  options:\n    json:\n      infoBufferSize: \"0\"\n    text:\n      infoBufferSize: \"0\"\n  verbosity: 0\nmaxPods: 110\nmemorySwap: {}\nnodeStatusReportFrequency: 1m0s\nnodeStatusUpdateFrequency: 10s\nresolvConf: /etc/resolv.conf\nruntimeRequestTimeout: 2m0s\nshutdownGracePeriod: 0s\nshutdownGracePeriodCriticalPods: 0s\nstreamingConnectionIdleTimeout: 5m0s\nsyncFrequency: 1m0s\nvolumeStatsAggPeriod: 1m0s\n";
+
+/// A generated `-original` OperatingSystemConfig with `extras`: sidecars
+/// become unknown units, volumes unknown files, flags kubelet flags.
+fn osc(target: &Target, extras: &Extras, labels: Map<String, Value>) -> Value {
+    use base64::Engine as _;
+    let mut labels = labels;
+    labels.insert("worker.gardener.cloud/pool".into(), json!("worker-a"));
+    let mut units: Vec<Value> = extras
+        .containers
+        .iter()
+        .map(|(n, args)| {
+            json!({"name": format!("x-side-{n}.service"), "content": format!("[Service]\nExecStart=/bin/x {}", args.join(" "))})
+        })
+        .collect();
+    let at = extras.position.min(units.len());
+    units.insert(
+        at,
+        json!({"name": "kubelet.service", "command": "start", "enable": true, "content": kubelet_unit(&extras.flags)}),
+    );
+    let sysctl: String = extras
+        .env
+        .iter()
+        .map(|(k, v)| format!("x.prop.{} = {}\n", k.to_lowercase(), v.len()))
+        .collect();
+    let mut files: Vec<Value> = extras
+        .volumes
+        .iter()
+        .map(|v| json!({"path": format!("/x/{v}"), "permissions": 420, "content": {"inline": {"encoding": "", "data": v}}}))
+        .collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(KUBELET_CONFIG);
+    files.insert(
+        extras.position.min(files.len()),
+        json!({"path": "/var/lib/kubelet/config/kubelet", "permissions": 384, "content": {"inline": {"encoding": "b64", "data": b64}}}),
+    );
+    files.push(json!({"path": "/etc/sysctl.d/99-k8s-general.conf", "permissions": 420, "content": {"inline": {"encoding": "", "data": format!("kernel.panic = 10\n{sysctl}")}}}));
+    json!({
+        "apiVersion": format!("{}/{}", target.group, target.version),
+        "kind": target.kind,
+        "metadata": {"name": "gardener-node-agent-worker-a-77ac3-original", "namespace": NS, "labels": labels},
+        "spec": {"type": "gardenlinux", "purpose": "reconcile", "units": units, "files": files}
+    })
+}
+
 /// A generated object of `target` with `extras`.
 pub fn object(target: &Target, extras: &Extras) -> Value {
     let labels: Map<String, Value> = extras
@@ -254,7 +321,44 @@ pub fn object(target: &Target, extras: &Extras) -> Value {
         .iter()
         .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
         .collect();
-    let mut object = if target.is_vpa() {
+    let mut object = if target.is_secret() {
+        // Every key some provider requires, so that no profile denies it;
+        // unknown keys of the generated env.
+        use base64::Engine as _;
+        let mut data = Map::new();
+        for key in [
+            "accessKeyID",
+            "secretAccessKey",
+            "accessKeySecret",
+            "tenantID",
+            "clientID",
+        ] {
+            data.insert(
+                key.into(),
+                json!(base64::engine::general_purpose::STANDARD.encode(key)),
+            );
+        }
+        for (k, v) in &extras.env {
+            data.insert(
+                k.clone(),
+                json!(base64::engine::general_purpose::STANDARD.encode(v)),
+            );
+        }
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "cloudprovider", "namespace": NS, "labels": labels},
+            "data": data})
+    } else if target.is_etcd() {
+        let name = if extras.position.is_multiple_of(2) {
+            "etcd-main"
+        } else {
+            "etcd-events"
+        };
+        json!({"apiVersion": format!("{}/{}", target.group, target.version), "kind": target.kind,
+            "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"replicas": 3, "storageCapacity": "10Gi", "backup": {"store": {"provider": "S3", "prefix": NS}}}})
+    } else if target.is_osc() {
+        osc(target, extras, labels)
+    } else if target.is_vpa() {
         let mut policies: Vec<Value> = extras
             .containers
             .iter()

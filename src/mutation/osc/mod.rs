@@ -1,0 +1,435 @@
+//! The OperatingSystemConfig mutation: Gardener's generic mutator for the
+//! `reconcile` purpose (`genericmutator/mutator.go`), driven by the
+//! `operatingsystemconfig` rules of a profile.
+//!
+//! Gardener calls the provider's ensurer in a fixed order, whatever order
+//! the provider's code is in, and so does [`apply`]: the rules' actions are
+//! grouped by what they edit and applied phase by phase, in rule order
+//! within a phase:
+//!
+//! 1. the first unit `kubelet.service` with content: deserialized
+//!    ([`unit`]), `kubeletFlag`s on the first `[Service] ExecStart`
+//!    ([`cmdline`]), then `unitOption`s, serialized again;
+//! 2. the first file `/var/lib/kubelet/config/kubelet` with inline content:
+//!    decoded with its encoding ([`file`]), the KubeletConfiguration
+//!    decoded ([`kubelet`], gardenlet's block YAML on [`block`]'s fast path), `kubeletConfig` fields set, encoded
+//!    ([`yaml`]) and re-encoded with the encoding it came with;
+//! 3. the first file `/etc/sysctl.d/99-k8s-general.conf` with inline
+//!    content: `sysctl` lines ([`sysctl`]); an empty result leaves the file
+//!    alone;
+//! 4. `file`s, then 5. `unit`s.
+//!
+//! Phases 1–3 re-encode whenever their object is there, as Gardener does
+//! (the first pass over gardenlet's kubelet unit adds blank lines between
+//! sections), so a profile that has an `operatingsystemconfig` component
+//! gets Gardener's re-serialization even without actions of that kind.
+//! Everything else of the object is left as sent.
+
+pub mod block;
+pub mod cmdline;
+pub mod file;
+pub mod kubelet;
+pub mod quote;
+pub mod sysctl;
+pub mod unit;
+pub mod yaml;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::context::Objects;
+use crate::gardener::{ObjectData, ObjectKind, ShootContext};
+use crate::profile::osc::{ContentVar, FileSpec, NamespaceRef, Placement, Quote, UnitSpec};
+use crate::profile::{Action, Rule};
+
+/// The unit Gardener's kubelet lives in.
+pub const KUBELET_UNIT: &str = "kubelet.service";
+/// The kubelet configuration file.
+pub const KUBELET_CONFIG: &str = "/var/lib/kubelet/config/kubelet";
+/// The kernel settings file.
+pub const SYSCTL_FILE: &str = "/etc/sysctl.d/99-k8s-general.conf";
+/// The label naming the worker pool of an OSC.
+pub const POOL_LABEL: &str = "worker.gardener.cloud/pool";
+
+/// Why an OSC cannot be mutated: the object is malformed where scion reads
+/// it (400), or a content cannot be decoded or a provider value is missing
+/// (403, as Gardener's ensurer error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OscError {
+    BadObject(String),
+    Failed(String),
+}
+
+/// What the OSC phases need besides the object.
+pub struct OscContext<'a> {
+    pub shoot: &'a ShootContext,
+    pub objects: &'a Objects,
+    /// The k8s.io/kubelet minor of the provider's Go extension.
+    pub kubelet_library: u32,
+}
+
+/// The new `spec.units` and `spec.files` (`None`: unchanged) of an OSC.
+#[derive(Debug, Default)]
+pub struct OscChange {
+    pub units: Option<Vec<Value>>,
+    pub files: Option<Vec<Value>>,
+}
+
+fn list<'v>(spec: Option<&'v Value>, key: &str) -> Result<&'v [Value], OscError> {
+    match spec.and_then(|s| s.get(key)) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(OscError::BadObject(format!(
+            "field spec.{key} must be a list"
+        ))),
+    }
+}
+
+/// Apply the actions of the matching `rules` to the units and files of
+/// `object` (its `spec.units` and `spec.files` as sent).
+pub fn apply(object: &Value, rules: &[&Rule], ctx: &OscContext<'_>) -> Result<OscChange, OscError> {
+    let spec = object.get("spec");
+    let units_in = list(spec, "units")?;
+    let files_in = list(spec, "files")?;
+    let mut units: Vec<Value> = units_in.to_vec();
+    let mut files: Vec<Value> = files_in.to_vec();
+    let actions: Vec<&Action> = rules.iter().flat_map(|r| &r.actions).collect();
+
+    kubelet_unit(&mut units, &actions)?;
+    kubelet_config(&mut files, &actions, ctx)?;
+    sysctl_file(&mut files, &actions)?;
+    for action in &actions {
+        if let Action::File(spec) = action
+            && let Some(file) = build_file(spec, ctx)?
+        {
+            place_file(&mut files, file, spec.placement);
+        }
+    }
+    for action in &actions {
+        if let Action::Unit(spec) = action {
+            append_unique_unit(&mut units, spec);
+        }
+    }
+    Ok(OscChange {
+        units: (units.as_slice() != units_in).then_some(units),
+        files: (files.as_slice() != files_in).then_some(files),
+    })
+}
+
+/// The index of the first item whose `key` is `value`.
+fn first(items: &[Value], key: &str, value: &str) -> Result<Option<usize>, OscError> {
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(map) = item else {
+            return Err(OscError::BadObject(format!(
+                "an item of the {key}s is not a map"
+            )));
+        };
+        if map.get(key).and_then(Value::as_str) == Some(value) {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+fn kubelet_unit(units: &mut [Value], actions: &[&Action]) -> Result<(), OscError> {
+    let Some(i) = first(units, "name", KUBELET_UNIT)? else {
+        return Ok(());
+    };
+    let content = match units[i].get("content") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => {
+            return Err(OscError::BadObject(format!(
+                "unit {KUBELET_UNIT}: field content must be a string"
+            )));
+        }
+    };
+    let mut options = unit::deserialize(&content).map_err(|e| {
+        OscError::Failed(format!(
+            "unit {KUBELET_UNIT}: could not deserialize kubelet.service unit content: {e}"
+        ))
+    })?;
+    if let Some(exec) = options
+        .iter_mut()
+        .find(|o| o.section == "Service" && o.name == "ExecStart")
+    {
+        let mut tokens = cmdline::split(&exec.value);
+        for action in actions {
+            if let Action::KubeletFlag(f) = action {
+                cmdline::ensure_token(&mut tokens, &f.flag, &f.value);
+            }
+        }
+        exec.value = cmdline::join(&tokens);
+    }
+    for action in actions {
+        if let Action::UnitOption(o) = action {
+            let wanted = unit::UnitOption::new(&o.section, &o.name, o.value());
+            if !options.contains(&wanted) {
+                options.push(wanted);
+            }
+        }
+    }
+    let serialized = unit::serialize(&options);
+    if serialized != content {
+        units[i]["content"] = Value::String(serialized);
+    }
+    Ok(())
+}
+
+/// The inline content of the first file at `path`: index, encoding, data.
+fn inline_file(files: &[Value], path: &str) -> Result<Option<(usize, String, String)>, OscError> {
+    let Some(i) = first(files, "path", path)? else {
+        return Ok(None);
+    };
+    let inline = match files[i].get("content").and_then(|c| c.get("inline")) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(inline) => inline,
+    };
+    let field = |key: &str| match inline.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(OscError::BadObject(format!(
+            "file {path}: field content.inline.{key} must be a string"
+        ))),
+    };
+    Ok(Some((i, field("encoding")?, field("data")?)))
+}
+
+fn decode_file(path: &str, encoding: &str, data: &str, what: &str) -> Result<Vec<u8>, OscError> {
+    file::decode(encoding, data)
+        .map_err(|e| OscError::Failed(format!("file {path}: could not decode {what}: {}", e.0)))
+}
+
+fn set_data(files: &mut [Value], i: usize, data: String) {
+    if files[i]["content"]["inline"]["data"].as_str() != Some(data.as_str()) {
+        files[i]["content"]["inline"]["data"] = Value::String(data);
+    }
+}
+
+fn kubelet_config(
+    files: &mut [Value],
+    actions: &[&Action],
+    ctx: &OscContext<'_>,
+) -> Result<(), OscError> {
+    let Some((i, encoding, data)) = inline_file(files, KUBELET_CONFIG)? else {
+        return Ok(());
+    };
+    let failed = |e: String| OscError::Failed(format!("file {KUBELET_CONFIG}: {e}"));
+    let bytes = decode_file(KUBELET_CONFIG, &encoding, &data, "kubelet configuration")?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| failed("could not decode kubelet configuration: not UTF-8".into()))?;
+    let mut config = kubelet::decode(&text, ctx.kubelet_library)
+        .map_err(|e| failed(format!("could not decode kubelet configuration: {}", e.0)))?;
+    // A value that is already there (gardenlet's own config has what most
+    // providers set) changes nothing: no second pass over the struct.
+    let mut touched = false;
+    for action in actions {
+        if let Action::KubeletConfig(k) = action {
+            let path = k.path();
+            if kubelet::get(&config, &path) != Some(&k.value) {
+                kubelet::set(&mut config, &path, k.value.clone());
+                touched = true;
+            }
+        }
+    }
+    if touched {
+        config = kubelet::normalize(&Value::Object(config), ctx.kubelet_library)
+            .map_err(|e| failed(format!("could not set kubelet configuration: {}", e.0)))?;
+    }
+    let encoded = file::encode(&encoding, kubelet::encode(&config).as_bytes())
+        .map_err(|e| failed(format!("could not encode kubelet configuration: {}", e.0)))?;
+    set_data(files, i, encoded);
+    Ok(())
+}
+
+fn sysctl_file(files: &mut [Value], actions: &[&Action]) -> Result<(), OscError> {
+    let Some((i, encoding, data)) = inline_file(files, SYSCTL_FILE)? else {
+        return Ok(());
+    };
+    let bytes = decode_file(
+        SYSCTL_FILE,
+        &encoding,
+        &data,
+        "kubernetes general configuration",
+    )?;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    for action in actions {
+        if let Action::Sysctl(s) = action {
+            text = sysctl::ensure(&text, &s.key, &s.value, &s.comments);
+        }
+    }
+    if text.is_empty() {
+        return Ok(());
+    }
+    let encoded = file::encode(&encoding, text.as_bytes()).map_err(|e| {
+        OscError::Failed(format!(
+            "file {SYSCTL_FILE}: could not encode kubernetes general configuration: {}",
+            e.0
+        ))
+    })?;
+    set_data(files, i, encoded);
+    Ok(())
+}
+
+/// A template variable's value (see [`ContentVar`]).
+fn var_value(name: &str, var: &ContentVar, shoot: &ShootContext) -> Result<String, OscError> {
+    let config = match var.config.config() {
+        crate::profile::Config::Infrastructure => shoot.infrastructure_config(),
+        crate::profile::Config::ControlPlane => shoot.control_plane_config(),
+        crate::profile::Config::CloudProfile => shoot.cloud_profile_config(),
+    };
+    let field = config.and_then(|c| var.path.split('.').try_fold(c, |v, key| v.get(key)));
+    let items: Vec<&str> = match field {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str().ok_or_else(|| {
+                    OscError::Failed(format!(
+                        "{}.{}: {i} is not a string (template variable {name})",
+                        var.config.config().key(),
+                        var.path
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(OscError::Failed(format!(
+                "{}.{}: {other} is not a list of strings (template variable {name})",
+                var.config.config().key(),
+                var.path
+            )));
+        }
+    };
+    let mut text = if items.is_empty() {
+        String::new()
+    } else {
+        format!("{}{}", var.prefix, items.join(&var.join))
+    };
+    if var.quote == Some(Quote::Go) {
+        text = quote::go_quote(&text);
+    }
+    Ok(text)
+}
+
+/// `{{name}}` replaced by the file's variables, `{{namespace}}` and
+/// `{{region}}` (all checked when the profile loaded).
+fn render(text: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        match vars.get(after[..end].trim()) {
+            Some(v) => out.push_str(v),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The file of a `file` action; `None` when its ConfigMap does not exist.
+fn build_file(spec: &FileSpec, ctx: &OscContext<'_>) -> Result<Option<Value>, OscError> {
+    let mut file = Map::new();
+    file.insert("path".into(), Value::String(spec.path.clone()));
+    if let Some(mode) = spec.mode() {
+        file.insert("permissions".into(), Value::from(mode));
+    }
+    let content = if let Some(image) = &spec.image_ref {
+        let reference = image
+            .image_for(ctx.shoot.kubernetes_version())
+            .map_err(|e| OscError::Failed(format!("file {}: {e}", spec.path)))?;
+        json!({"imageRef": {"image": reference, "filePathInImage": image.file_path_in_image}})
+    } else {
+        let text = if let Some(key) = &spec.config_map_key {
+            match ctx
+                .objects
+                .get(&(ObjectKind::ConfigMap, key.namespace, key.name.clone()))
+            {
+                Some(ObjectData::ConfigMap { data, .. }) => data
+                    .as_ref()
+                    .and_then(|d| d.get(&key.key))
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => return Ok(None),
+            }
+        } else {
+            let mut vars = BTreeMap::new();
+            vars.insert("namespace".to_string(), ctx.shoot.cluster_name.clone());
+            vars.insert("region".to_string(), ctx.shoot.region().to_string());
+            for (name, var) in &spec.vars {
+                vars.insert(name.clone(), var_value(name, var, ctx.shoot)?);
+            }
+            render(spec.content.as_deref().unwrap_or_default(), &vars)
+        };
+        let data = file::encode(&spec.encoding, text.as_bytes())
+            .map_err(|e| OscError::Failed(format!("file {}: {}", spec.path, e.0)))?;
+        json!({"inline": {"encoding": spec.encoding, "data": data}})
+    };
+    file.insert("content".into(), content);
+    Ok(Some(Value::Object(file)))
+}
+
+fn place_file(files: &mut Vec<Value>, file: Value, placement: Placement) {
+    let path = file.get("path").cloned();
+    let same = |f: &Value| f.get("path") == path.as_ref();
+    match placement {
+        Placement::InPlace => match files.iter().position(same) {
+            Some(i) => files[i] = file,
+            None => files.push(file),
+        },
+        Placement::MoveToEnd => {
+            files.retain(|f| !same(f));
+            files.push(file);
+        }
+    }
+}
+
+fn append_unique_unit(units: &mut Vec<Value>, spec: &UnitSpec) {
+    if units
+        .iter()
+        .any(|u| u.get("name").and_then(Value::as_str) == Some(spec.name.as_str()))
+    {
+        return;
+    }
+    let mut unit = Map::new();
+    unit.insert("name".into(), Value::String(spec.name.clone()));
+    if let Some(command) = &spec.command {
+        unit.insert("command".into(), Value::String(command.clone()));
+    }
+    if let Some(enable) = spec.enable {
+        unit.insert("enable".into(), Value::Bool(enable));
+    }
+    if let Some(content) = &spec.content {
+        unit.insert("content".into(), Value::String(content.clone()));
+    }
+    units.push(Value::Object(unit));
+}
+
+/// The ConfigMaps the OSC rules may read (conditions and file contents), all
+/// optional: a missing one is a fact, not an error.
+pub fn config_maps_read(rules: &[Rule]) -> Vec<(NamespaceRef, String)> {
+    let mut out = Vec::new();
+    for rule in rules {
+        if let Some(when) = &rule.when {
+            when.config_maps(&mut out);
+        }
+        for action in &rule.actions {
+            if let Action::File(spec) = action
+                && let Some(key) = &spec.config_map_key
+            {
+                out.push((key.namespace, key.name.clone()));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}

@@ -49,6 +49,8 @@ pub struct Context {
     pub delete_poll: Duration,
     /// Periodic re-check of a healthy ControlPlane (drift safety net).
     pub resync: Duration,
+    /// ControlPlanes reconciled at the same time (`--controlplane-max-concurrent-reconciles`).
+    pub concurrency: u16,
     /// Clock for `lastUpdateTime`.
     pub now: fn() -> String,
     backoff: Mutex<HashMap<String, Backoff>>,
@@ -89,6 +91,7 @@ impl Context {
             delete_wait: Duration::from_secs(120),
             delete_poll: Duration::from_secs(2),
             resync: Duration::from_secs(600),
+            concurrency: 5,
             now: status::now_rfc3339,
             backoff: Mutex::new(HashMap::new()),
         }

@@ -38,7 +38,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + 
     .owns(Api::<Deployment>::all(client.clone()), owned())
     .owns(Api::<Service>::all(client.clone()), owned())
     .owns(Api::<PodDisruptionBudget>::all(client), owned())
-    .with_config(controller::Config::default().concurrency(5))
+    .with_config(controller::Config::default().concurrency(ctx.concurrency))
     .graceful_shutdown_on(shutdown)
     .run(reconcile, error_policy, ctx)
     .for_each(|result| async move {

@@ -164,6 +164,7 @@ pub fn webhook_configuration(
         webhooks: Some(
             WEBHOOKS
                 .iter()
+                .filter(|w| ext.webhook_enabled(w.name))
                 .map(|w| webhook_entry(w, ext, ca_bundle))
                 .collect(),
         ),

@@ -50,17 +50,74 @@ pub const NETWORK_POLICY_POD_LABELS: &[(&str, &str)] = &[
 
 const CERT_VOLUME: &str = "certs";
 
+/// Defaults of the Go-extension flags the container is started with; the
+/// chart's `values.yaml` has the same (tests/deploy_chart.rs).
+pub const CONTROLPLANE_CONCURRENT_SYNCS: u32 = 5;
+/// Kubernetes client rate limit (Gardener's `clientConnection.qps`/`burst`).
+pub const KUBE_API_QPS: u32 = 100;
+pub const KUBE_API_BURST: u32 = 130;
+/// Logs as Gardener's components write them (reference §3.8).
+pub const LOG_LEVEL: &str = "info";
+pub const LOG_FORMAT: &str = "json";
+
 /// The arguments of the container: `serve` for this provider, certificates
-/// from the mounted Secret, and self-registration of the webhook
-/// configuration by the leader.
+/// from the mounted Secret, self-registration of the webhook configuration by
+/// the leader, and the Go extensions' flags with the chart's defaults.
 pub fn serve_args(ext: &Extension) -> Vec<String> {
     vec![
         "serve".to_owned(),
         format!("--provider={}", ext.provider()),
         format!("--cert-dir={CERT_DIR}"),
         "--register-webhook".to_owned(),
+        format!("--webhook-config-server-port={WEBHOOK_PORT}"),
+        format!("--metrics-bind-address=:{METRICS_PORT}"),
+        format!("--health-bind-address=:{HEALTH_PORT}"),
+        format!("--controlplane-max-concurrent-reconciles={CONTROLPLANE_CONCURRENT_SYNCS}"),
+        "--ignore-operation-annotation=false".to_owned(),
+        "--disable-controllers=".to_owned(),
+        "--disable-webhooks=".to_owned(),
+        format!("--kube-api-qps={KUBE_API_QPS}"),
+        format!("--kube-api-burst={KUBE_API_BURST}"),
+        format!("--log-level={LOG_LEVEL}"),
+        format!("--log-format={LOG_FORMAT}"),
     ]
 }
+
+/// Pod annotations the seed Prometheus' `extensions` PodMonitor keeps
+/// (reference §3.7): scrape the plain-HTTP metrics port, job = release name.
+pub fn scrape_annotations(ext: &Extension) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("prometheus.io/name".to_owned(), ext.extension_name()),
+        ("prometheus.io/port".to_owned(), METRICS_PORT.to_string()),
+        ("prometheus.io/scrape".to_owned(), "true".to_owned()),
+    ])
+}
+
+/// The VerticalPodAutoscaler of the extension (Gardener's `<name>-vpa`):
+/// requests of the scion container follow its use; other containers are left
+/// alone.
+pub fn vpa(ext: &Extension) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {
+            "name": format!("{}-vpa", ext.resource_name()),
+            "namespace": ext.namespace(),
+            "labels": ext.common_labels(),
+        },
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": ext.resource_name()},
+            "updatePolicy": {"updateMode": VPA_UPDATE_MODE},
+            "resourcePolicy": {"containerPolicies": [
+                {"containerName": CONTAINER_NAME, "controlledValues": "RequestsOnly", "controlledResources": ["memory", "cpu"]},
+                {"containerName": "*", "mode": "Off"},
+            ]},
+        },
+    })
+}
+
+/// VPA update mode (Gardener's aws chart default).
+pub const VPA_UPDATE_MODE: &str = "InPlaceOrRecreate";
 
 fn namespaced_meta(ext: &Extension) -> ObjectMeta {
     ObjectMeta {
@@ -197,6 +254,7 @@ pub fn deployment(ext: &Extension, image: &str) -> Deployment {
             }),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
+                    annotations: Some(scrape_annotations(ext)),
                     labels: Some(pod_labels),
                     ..ObjectMeta::default()
                 }),

@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod controller;
+pub mod chart;
 pub mod deploy;
 pub mod mutation;
 pub mod server;

@@ -66,9 +66,17 @@ pub async fn open_state(
     Ok(choice)
 }
 
+/// The leader-election Lease (`--leader-election-id`, `--leader-election-namespace`).
+pub struct LeaseName {
+    pub name: String,
+    pub namespace: String,
+}
+
 /// The leader-only work `serve` was asked for.
 pub struct LeaderWork {
     pub client: kube::Client,
+    /// `None` with `--leader-election=false`: the work runs at once.
+    pub lease: Option<LeaseName>,
     pub extension: Extension,
     pub controller: Option<Arc<controller::Context>>,
     pub register_webhook: Option<PathBuf>,
@@ -80,14 +88,19 @@ impl LeaderWork {
         self.controller.is_none() && self.register_webhook.is_none()
     }
 
-    /// Hold the Lease of the extension and run the work while leading.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> anyhow::Result<()> {
-        let lease = self.extension.leader_election_lease();
-        let namespace = self.extension.namespace().to_string();
+    /// Hold the Lease of the extension and run the work while leading (at
+    /// once and until shutdown without leader election).
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + Sync + 'static) -> anyhow::Result<()> {
+        let Some(lease) = &self.lease else {
+            tracing::info!("leader election disabled: running the leader work now");
+            self.lead(Box::pin(shutdown)).await;
+            return Ok(());
+        };
+        let (name, namespace) = (lease.name.clone(), lease.namespace.clone());
         let work = Arc::new(self);
         controller::run_while_leading(
             work.client.clone(),
-            &lease,
+            &name,
             &namespace,
             shutdown,
             move |stop| {
@@ -130,11 +143,9 @@ pub fn controller_context(
     state: Arc<dyn StateSource>,
     provider: &str,
     spec: CcmSpec,
+    concurrency: u16,
 ) -> Arc<controller::Context> {
-    Arc::new(controller::Context::new(
-        client,
-        state,
-        provider,
-        Arc::new(spec),
-    ))
+    let mut ctx = controller::Context::new(client, state, provider, Arc::new(spec));
+    ctx.concurrency = concurrency;
+    Arc::new(ctx)
 }

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 mod components;
+pub mod gardener;
 mod values;
 
 use values::parse_addr;
@@ -49,10 +50,10 @@ pub struct ServeArgs {
     #[arg(long, env = "SCION_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:10250", value_parser = parse_addr)]
     pub listen: SocketAddr,
     /// Plain HTTP: GET /healthz, GET /readyz.
-    #[arg(long, env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
+    #[arg(long, visible_alias = "health-bind-address", env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
     pub health_listen: SocketAddr,
     /// Plain HTTP: GET /metrics.
-    #[arg(long, env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
+    #[arg(long, visible_alias = "metrics-bind-address", env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
     pub metrics_listen: SocketAddr,
     #[command(flatten)]
     pub cert: CertArgs,
@@ -108,10 +109,12 @@ pub struct ServeArgs {
     pub etcd_storage_capacity: Option<String>,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
-    #[arg(long, env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
+    #[arg(long, visible_alias = "webhook-config-namespace", env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
     pub webhook_namespace: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
+    #[command(flatten)]
+    pub go: gardener::GoExtensionFlags,
 }
 
 /// Controllers `serve` can run.
@@ -139,15 +142,19 @@ impl ServeArgs {
         if self.request_timeout.is_zero() {
             return Err("--request-timeout must be above zero".into());
         }
-        Ok(())
+        self.go.validate()
     }
 
     /// The server configuration these flags describe. The default
     /// connection cap follows the open-file limit at the time of the call.
     pub fn server_config(&self) -> ServerConfig {
         let defaults = ServerConfig::new(&self.cert.cert_dir);
+        let mut listen = self.listen;
+        if let Some(port) = self.go.webhook_config_server_port {
+            listen.set_port(port);
+        }
         ServerConfig {
-            listen: self.listen,
+            listen,
             health_listen: self.health_listen,
             metrics_listen: self.metrics_listen,
             cert_dir: self.cert.cert_dir.clone(),
@@ -217,8 +224,10 @@ fn leader_work(
     state: &Arc<dyn StateSource>,
     client: Option<kube::Client>,
 ) -> anyhow::Result<Option<LeaderWork>> {
+    let disabled_controllers = args.go.disabled_controllers().map_err(anyhow::Error::msg)?;
     let wants_controller = args.controllers.contains(&ControllerName::Controlplane)
-        && !args.controllers.contains(&ControllerName::None);
+        && !args.controllers.contains(&ControllerName::None)
+        && !disabled_controllers.contains(&"controlplane");
     let Some(client) = client else {
         if args.register_webhook {
             anyhow::bail!(
@@ -237,7 +246,8 @@ fn leader_work(
         .webhook_namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
-    let extension = Extension::new(&provider, &namespace)?;
+    let extension = Extension::new(&provider, &namespace)?
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?);
     let controller = if wants_controller {
         let spec = profile.ccm().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
@@ -247,12 +257,28 @@ fn leader_work(
             state.clone(),
             &provider,
             spec,
+            args.go.controlplane_max_concurrent_reconciles,
         ))
     } else {
         None
     };
     let work = LeaderWork {
         client,
+        lease: args
+            .go
+            .leader_election
+            .then(|| components::LeaseName {
+                name: args
+                    .go
+                    .leader_election_id
+                    .clone()
+                    .unwrap_or_else(|| extension.leader_election_lease()),
+                namespace: args
+                    .go
+                    .leader_election_namespace
+                    .clone()
+                    .unwrap_or_else(|| extension.namespace().to_owned()),
+            }),
         extension,
         controller,
         register_webhook: args

@@ -9,79 +9,94 @@ mod support;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use scion::admission::{CONTROLPLANE_PATH, GroupVersionKind};
-use scion::deploy::{CONTROLPLANE_RULES, Extension, webhook_configuration};
+use scion::admission::GroupVersionKind;
+use scion::deploy::{Extension, webhook_configuration, webhook_rules};
 use scion::mutation::{Engine, WebhookMutator};
 use scion::profile::Profile;
-use scion::profile::TARGETS;
+use scion::profile::{TARGETS, WEBHOOKS, targets_of};
 use scion::server::{Metrics, Readiness, Server};
 use scion::state::{ObjectsDir, StateSource};
 use serde_json::{Value, json};
 
 #[test]
 fn registered_rules_are_exactly_the_kinds_the_engine_dispatches() {
-    let mut from_targets: Vec<_> = TARGETS
-        .iter()
-        .map(|t| (t.group, t.version, t.kind, t.resource))
-        .collect();
-    from_targets.sort();
-    from_targets.dedup();
-    let mut registered: Vec<_> = CONTROLPLANE_RULES
-        .iter()
-        .map(|r| (r.group, r.version, r.kind, r.resource))
-        .collect();
-    registered.sort();
-    assert_eq!(registered, from_targets);
-
-    for target in TARGETS {
-        let gvk = GroupVersionKind {
-            group: target.group.into(),
-            version: target.version.into(),
-            kind: target.kind.into(),
-        };
-        assert!(
-            CONTROLPLANE_RULES.iter().any(|r| r.covers(&gvk)),
-            "{} is dispatched but not registered",
-            target.component
-        );
-    }
-
     let config = serde_json::to_value(webhook_configuration(
         &Extension::new("aws", "extension-provider-aws").unwrap(),
         None,
     ))
     .unwrap();
-    let hook = &config["webhooks"][0];
-    let mut in_config: Vec<(String, String, String)> = hook["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|rule| {
-            assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]));
-            let (groups, versions, resources) =
-                (&rule["apiGroups"], &rule["apiVersions"], &rule["resources"]);
-            let mut out = Vec::new();
-            for g in groups.as_array().unwrap() {
-                for v in versions.as_array().unwrap() {
-                    for r in resources.as_array().unwrap() {
-                        out.push((
-                            g.as_str().unwrap().to_string(),
-                            v.as_str().unwrap().to_string(),
-                            r.as_str().unwrap().to_string(),
-                        ));
+    let entries = config["webhooks"].as_array().unwrap();
+    assert_eq!(entries.len(), WEBHOOKS.len());
+    for (webhook, entry) in WEBHOOKS.iter().zip(entries) {
+        assert_eq!(
+            entry["name"],
+            format!("{}.aws.extensions.gardener.cloud", webhook.name)
+        );
+        assert_eq!(entry["clientConfig"]["service"]["path"], webhook.path);
+        assert!(
+            scion::admission::webhook_paths().any(|p| p == webhook.path),
+            "{} is registered but not served",
+            webhook.path
+        );
+        let mut from_targets: Vec<(String, String, String)> = targets_of(webhook)
+            .map(|t| {
+                (
+                    t.group.to_string(),
+                    t.version.to_string(),
+                    t.resource.to_string(),
+                )
+            })
+            .collect();
+        from_targets.sort();
+        from_targets.dedup();
+        let mut in_config: Vec<(String, String, String)> = entry["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|rule| {
+                assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]));
+                let (groups, versions, resources) =
+                    (&rule["apiGroups"], &rule["apiVersions"], &rule["resources"]);
+                let mut out = Vec::new();
+                for g in groups.as_array().unwrap() {
+                    for v in versions.as_array().unwrap() {
+                        for r in resources.as_array().unwrap() {
+                            out.push((
+                                g.as_str().unwrap().to_string(),
+                                v.as_str().unwrap().to_string(),
+                                r.as_str().unwrap().to_string(),
+                            ));
+                        }
                     }
                 }
-            }
-            out
-        })
-        .collect();
-    in_config.sort();
-    let expected: Vec<(String, String, String)> = from_targets
-        .iter()
-        .map(|(g, v, _, r)| (g.to_string(), v.to_string(), r.to_string()))
-        .collect();
-    assert_eq!(in_config, expected);
-    assert_eq!(hook["clientConfig"]["service"]["path"], CONTROLPLANE_PATH);
+                out
+            })
+            .collect();
+        in_config.sort();
+        assert_eq!(in_config, from_targets, "{}", webhook.name);
+        for rule in webhook_rules(webhook) {
+            let gvk = GroupVersionKind {
+                group: rule.group.into(),
+                version: rule.version.into(),
+                kind: rule.kind.into(),
+            };
+            assert!(
+                TARGETS
+                    .iter()
+                    .any(|t| t.group == gvk.group && t.kind == gvk.kind),
+                "{gvk:?} registered but dispatched nowhere"
+            );
+        }
+    }
+    // Every target is registered with exactly one webhook.
+    for target in TARGETS {
+        let owners = WEBHOOKS
+            .iter()
+            .filter(|w| targets_of(w).any(|t| t == target))
+            .count();
+        assert_eq!(owners, 1, "{}", target.component);
+    }
+    assert_eq!(scion::admission::CONTROLPLANE_PATH, "/controlplane");
 }
 
 /// A minimal object of `kind` named `name` in the example aws shoot namespace.
@@ -96,11 +111,19 @@ fn review(uid: &str, group: &str, version: &str, kind: &str, name: &str) -> Vec<
         "kind": kind,
         "metadata": {"name": name, "namespace": "shoot--dev--aws"},
     });
-    object["spec"] = if kind == "Deployment" {
-        json!({"template": {"spec": {"containers": [{"name": name, "command": [format!("/{name}")]}]}}})
-    } else {
-        json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "machine-controller-manager"}})
-    };
+    match kind {
+        "Deployment" => {
+            object["spec"] = json!({"template": {"spec": {"containers": [{"name": name, "command": [format!("/{name}")]}]}}});
+        }
+        "Secret" => {
+            object["data"] = json!({"accessKeyID": "QUs=", "secretAccessKey": "U0s="});
+        }
+        "Etcd" => object["spec"] = json!({"replicas": 1}),
+        "OperatingSystemConfig" => object["spec"] = json!({"purpose": "provision"}),
+        _ => {
+            object["spec"] = json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "machine-controller-manager"}});
+        }
+    }
     serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -146,10 +169,17 @@ async fn the_configured_path_reaches_the_engine_for_every_target() {
         None,
     ))
     .unwrap();
-    let path = config["webhooks"][0]["clientConfig"]["service"]["path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let path_of = |webhook: &str| {
+        config["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == format!("{webhook}.aws.extensions.gardener.cloud"))
+            .unwrap()["clientConfig"]["service"]["path"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     let ca = std::fs::read(cert_dir.path().join("ca.crt")).unwrap();
     let mut conn = support::server::connect(
         addrs.https,
@@ -160,9 +190,18 @@ async fn the_configured_path_reaches_the_engine_for_every_target() {
 
     for target in TARGETS {
         let uid = format!("uid-{}", target.component);
-        let body = review(&uid, target.group, target.version, target.kind, target.name);
+        let name = match target.component {
+            "etcd" => "etcd-main",
+            "operatingsystemconfig" => "gardener-node-agent-worker-a-original",
+            _ => target.name,
+        };
+        let body = review(&uid, target.group, target.version, target.kind, name);
         let (status, _, answer) = conn
-            .post(&path, Some("application/json"), body)
+            .post(
+                &path_of(target.webhook.name),
+                Some("application/json"),
+                body,
+            )
             .await
             .unwrap();
         assert_eq!(status, 200, "{}", target.component);
@@ -179,6 +218,8 @@ async fn the_configured_path_reaches_the_engine_for_every_target() {
             "kube-controller-manager"
                 | "machine-controller-manager"
                 | "machine-controller-manager-vpa"
+                | "cloudprovider"
+                | "etcd"
         ) {
             let patch = base64::engine::general_purpose::STANDARD
                 .decode(response["patch"].as_str().expect("a patch"))
@@ -194,7 +235,7 @@ async fn the_configured_path_reaches_the_engine_for_every_target() {
     // A Deployment Gardener does not label for the webhook passes unchanged.
     let (_, _, answer) = conn
         .post(
-            &path,
+            &path_of("controlplane"),
             Some("application/json"),
             review("uid-etcd", "apps", "v1", "Deployment", "etcd-main"),
         )

@@ -7,7 +7,7 @@ use base64::engine::general_purpose::STANDARD;
 use scion::admission::{CONTROLPLANE_PATH, GroupVersionKind};
 use scion::deploy::names::{CERT_DIR, HEALTH_PORT, METRICS_PORT, SERVICE_PORT, WEBHOOK_PORT};
 use scion::deploy::{
-    self, CONTROLPLANE_RULES, DEFAULT_IMAGE, Extension, InstallOptions, Manifest,
+    self, DEFAULT_IMAGE, Extension, InstallOptions, Manifest, controlplane_rules,
     webhook_configuration,
 };
 use scion::profile::BUILTIN_PROVIDERS;
@@ -83,6 +83,46 @@ fn the_stream_splits_into_the_objects_in_apply_order() {
     );
 }
 
+/// The cloudprovider and seedprovider entries as Gardener registers them
+/// (reference §1.7, §1.8, §2.2).
+fn check_seed_entries(
+    provider: &str,
+    cloudprovider: &k8s_openapi::api::admissionregistration::v1::MutatingWebhook,
+    seedprovider: &k8s_openapi::api::admissionregistration::v1::MutatingWebhook,
+) {
+    let cp = serde_json::to_value(cloudprovider).unwrap();
+    assert_eq!(cp["clientConfig"]["service"]["path"], "/cloudprovider");
+    assert_eq!(
+        cp["rules"],
+        serde_json::json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["secrets"]}])
+    );
+    assert_eq!(
+        cp["namespaceSelector"],
+        serde_json::json!({"matchExpressions": [{"key": "shoot.gardener.cloud/provider", "operator": "In", "values": [provider]}]})
+    );
+    assert_eq!(
+        cp["objectSelector"],
+        serde_json::json!({"matchLabels": {"gardener.cloud/purpose": "cloudprovider"}})
+    );
+    let sp = serde_json::to_value(seedprovider).unwrap();
+    assert_eq!(sp["clientConfig"]["service"]["path"], "/seedprovider");
+    assert_eq!(
+        sp["rules"],
+        serde_json::json!([{"apiGroups": ["druid.gardener.cloud"], "apiVersions": ["v1alpha1"], "operations": ["CREATE", "UPDATE"], "resources": ["etcds"]}])
+    );
+    assert_eq!(
+        sp["namespaceSelector"],
+        serde_json::json!({"matchExpressions": [{"key": "seed.gardener.cloud/provider", "operator": "In", "values": [provider]}]}),
+        "the seed's provider, not the shoot's"
+    );
+    assert!(sp.get("objectSelector").is_none_or(Value::is_null));
+    for entry in [&cp, &sp] {
+        assert_eq!(entry["failurePolicy"], "Fail");
+        assert_eq!(entry["timeoutSeconds"], 10);
+        assert_eq!(entry["sideEffects"], "None");
+    }
+}
+
 #[test]
 fn webhook_configuration_matches_the_route_and_the_provider() {
     for provider in BUILTIN_PROVIDERS {
@@ -98,8 +138,18 @@ fn webhook_configuration_matches_the_route_and_the_provider() {
             "true"
         );
         let hooks = config.webhooks.as_ref().unwrap();
-        assert_eq!(hooks.len(), 1);
-        let hook = &hooks[0];
+        let names: Vec<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                format!("cloudprovider.{provider}.extensions.gardener.cloud"),
+                format!("controlplane.{provider}.extensions.gardener.cloud"),
+                format!("seedprovider.{provider}.extensions.gardener.cloud"),
+            ],
+            "sorted by name, as Gardener sorts them"
+        );
+        check_seed_entries(provider, &hooks[0], &hooks[2]);
+        let hook = &hooks[1];
         assert_eq!(
             hook.name,
             format!("controlplane.{provider}.extensions.gardener.cloud")
@@ -158,7 +208,8 @@ fn rules_as_data_cover_exactly_deployments_vpas_and_oscs() {
         version: version.to_owned(),
         kind: kind.to_owned(),
     };
-    let covered = |g: &GroupVersionKind| CONTROLPLANE_RULES.iter().any(|r| r.covers(g));
+    let rules = controlplane_rules();
+    let covered = |g: &GroupVersionKind| rules.iter().any(|r| r.covers(g));
     assert!(covered(&gvk("apps", "v1", "Deployment")));
     assert!(covered(&gvk(
         "autoscaling.k8s.io",

@@ -37,7 +37,20 @@ async fn creates_the_configuration_with_ca_and_namespace_owner() {
                         body["metadata"]["labels"]["remediation.webhook.shoot.gardener.cloud/exclude"],
                         "true"
                     );
-                    assert_eq!(body["webhooks"][0]["name"], "controlplane.aws.extensions.gardener.cloud");
+                    let names: Vec<&str> = body["webhooks"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|w| w["name"].as_str().unwrap())
+                        .collect();
+                    assert_eq!(
+                        names,
+                        [
+                            "cloudprovider.aws.extensions.gardener.cloud",
+                            "controlplane.aws.extensions.gardener.cloud",
+                            "seedprovider.aws.extensions.gardener.cloud",
+                        ]
+                    );
                     assert_eq!(ca_bundle_of(&body), expected_ca);
                 }),
         ],
@@ -66,7 +79,7 @@ async fn rotation_patches_the_ca_bundle_under_optimistic_lock() {
                     );
                     assert_eq!(body["metadata"]["resourceVersion"], "41");
                     assert_eq!(ca_bundle_of(&body), expected_ca);
-                    assert_eq!(body["webhooks"].as_array().unwrap().len(), 1);
+                    assert_eq!(body["webhooks"].as_array().unwrap().len(), 3);
                 },
             ),
         ],

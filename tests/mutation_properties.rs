@@ -102,7 +102,7 @@ fn check_preserved(target: &Target, extras: &Extras, out: &Value) -> Result<(), 
             Some(v.as_str())
         );
     }
-    if target.is_osc() {
+    if target.is_osc() || target.is_secret() || target.is_etcd() {
         return Ok(());
     }
     let key = if target.is_vpa() {
@@ -209,8 +209,10 @@ proptest! {
         match how {
             // Any name is an OSC's: another purpose passes instead.
             0 if target.is_osc() => input["spec"]["purpose"] = json!("provision"),
+            0 if target.is_etcd() => input["metadata"]["name"] = json!(format!("etcd-main-{suffix}")),
+            0 if target.is_secret() => input["metadata"]["name"] = json!(format!("cloudprovider-{suffix}")),
             0 => input["metadata"]["name"] = json!(format!("{}-{suffix}", target.name)),
-            1 => input["kind"] = json!(if target.is_vpa() { "HorizontalPodAutoscaler" } else if target.is_osc() { "Worker" } else { "StatefulSet" }),
+            1 => input["kind"] = json!(if target.is_vpa() { "HorizontalPodAutoscaler" } else if target.is_osc() { "Worker" } else if target.is_secret() { "ConfigMap" } else if target.is_etcd() { "EtcdCopyBackupsTask" } else { "StatefulSet" }),
             _ => input["apiVersion"] = json!(format!("x-{suffix}.example/v1")),
         }
         let verdict = run(&m, &request(input)).map_err(|d| TestCaseError::fail(d.to_string()))?;

@@ -171,9 +171,18 @@ pub async fn join(verifier: JoinHandle<()>) {
         .expect("the verifier failed");
 }
 
+/// The CA bundle of the configuration; every webhook entry must carry the
+/// same one.
 pub fn ca_bundle_of(body: &Value) -> Vec<u8> {
-    let encoded = body["webhooks"][0]["clientConfig"]["caBundle"]
-        .as_str()
-        .unwrap();
+    let hooks = body["webhooks"].as_array().unwrap();
+    let encoded = hooks[0]["clientConfig"]["caBundle"].as_str().unwrap();
+    for hook in hooks {
+        assert_eq!(
+            hook["clientConfig"]["caBundle"].as_str(),
+            Some(encoded),
+            "{} carries another CA bundle",
+            hook["name"]
+        );
+    }
     STANDARD.decode(encoded).unwrap()
 }

@@ -121,9 +121,11 @@ pub fn mutator(s: &Shoot, target: &Target, data: &BTreeMap<String, String>) -> W
     let ctx = context(s);
     let engine = Engine::new(Profile::builtin(s.provider).unwrap());
     let mut snap = Snapshot::default();
-    for need in engine.needs(target, &ctx).unwrap() {
-        let name = need.name;
-        let object = match need.kind {
+    for need in engine.needs(target, &Value::Null, &ctx).unwrap() {
+        let scion::mutation::Need::Object { kind, name, .. } = need else {
+            continue;
+        };
+        let object = match kind {
             ObjectKind::Secret => ObjectData::Secret {
                 data: Some(
                     data.iter()
@@ -221,7 +223,11 @@ pub fn extras_strategy() -> impl Strategy<Value = Extras> {
 
 /// The JSON pointers at which unknown fields are placed, by depth index.
 pub fn unknown_parent(target: &Target, depth: usize) -> &'static str {
-    if target.is_osc() {
+    if target.is_secret() {
+        ["", "/metadata", "", "/metadata", "", ""][depth % 6]
+    } else if target.is_etcd() {
+        ["", "/metadata", "/spec", "/spec", "", "/metadata"][depth % 6]
+    } else if target.is_osc() {
         ["", "/metadata", "/spec", "/spec", "", "/metadata"][depth % 6]
     } else if target.is_vpa() {
         [
@@ -317,7 +323,42 @@ pub fn object(target: &Target, extras: &Extras) -> Value {
         .iter()
         .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
         .collect();
-    let mut object = if target.is_osc() {
+    let mut object = if target.is_secret() {
+        // Every key some provider requires, so that no profile denies it;
+        // unknown keys of the generated env.
+        use base64::Engine as _;
+        let mut data = Map::new();
+        for key in [
+            "accessKeyID",
+            "secretAccessKey",
+            "accessKeySecret",
+            "tenantID",
+            "clientID",
+        ] {
+            data.insert(
+                key.into(),
+                json!(base64::engine::general_purpose::STANDARD.encode(key)),
+            );
+        }
+        for (k, v) in &extras.env {
+            data.insert(
+                k.clone(),
+                json!(base64::engine::general_purpose::STANDARD.encode(v)),
+            );
+        }
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "cloudprovider", "namespace": NS, "labels": labels},
+            "data": data})
+    } else if target.is_etcd() {
+        let name = if extras.position % 2 == 0 {
+            "etcd-main"
+        } else {
+            "etcd-events"
+        };
+        json!({"apiVersion": format!("{}/{}", target.group, target.version), "kind": target.kind,
+            "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"replicas": 3, "storageCapacity": "10Gi", "backup": {"store": {"provider": "S3", "prefix": NS}}}})
+    } else if target.is_osc() {
         osc(target, extras, labels)
     } else if target.is_vpa() {
         let mut policies: Vec<Value> = extras

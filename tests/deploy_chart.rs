@@ -9,11 +9,11 @@
 #[path = "support/chart.rs"]
 mod chart;
 
+use chart::{Rendered, render, try_render};
 use clap::Parser as _;
 use scion::deploy::{self, DEFAULT_IMAGE, Extension, InstallOptions, Manifest};
 use scion::profile::BUILTIN_PROVIDERS;
 use serde_json::Value;
-use chart::{Rendered, render, try_render};
 
 fn key(kind: &str, name: &str) -> String {
     format!("{kind}/{name}")
@@ -58,10 +58,7 @@ fn default_values_render_scion_manifests_without_the_webhook_configuration() {
             .filter(|m| !matches!(m, Manifest::MutatingWebhookConfiguration(_)))
             .map(|m| {
                 let v = serde_json::to_value(m).unwrap();
-                (
-                    key(m.kind(), v["metadata"]["name"].as_str().unwrap()),
-                    v,
-                )
+                (key(m.kind(), v["metadata"]["name"].as_str().unwrap()), v)
             })
             .collect();
         let rendered = by_key(&docs);
@@ -173,16 +170,31 @@ gardener:
 
 #[test]
 fn gardenlet_values_render_and_the_seed_settings_apply() {
-    let docs = try_render(GARDENLET_VALUES, "scion-provider-aws", "extension-scion-provider-aws-x1", "1.33.4")
-        .unwrap();
+    let docs = try_render(
+        GARDENLET_VALUES,
+        "scion-provider-aws",
+        "extension-scion-provider-aws-x1",
+        "1.33.4",
+    )
+    .unwrap();
     let svc = find(&docs, "Service");
     assert_eq!(svc["spec"]["trafficDistribution"], "PreferClose");
-    assert_eq!(svc["metadata"]["namespace"], "extension-scion-provider-aws-x1");
+    assert_eq!(
+        svc["metadata"]["namespace"],
+        "extension-scion-provider-aws-x1"
+    );
     let docs = try_render(GARDENLET_VALUES, "scion-provider-aws", "ns", "1.34.0").unwrap();
-    assert_eq!(find(&docs, "Service")["spec"]["trafficDistribution"], "PreferSameZone");
+    assert_eq!(
+        find(&docs, "Service")["spec"]["trafficDistribution"],
+        "PreferSameZone"
+    );
     // without the seed setting the Service is the plain one
     let plain = render("provider: aws\n", "ns");
-    assert!(find(&plain, "Service")["spec"].get("trafficDistribution").is_none());
+    assert!(
+        find(&plain, "Service")["spec"]
+            .get("trafficDistribution")
+            .is_none()
+    );
     // the ServiceAccount in the RBAC binding is the release namespace's
     let crb = find(&docs, "ClusterRoleBinding");
     assert_eq!(crb["subjects"][0]["namespace"], "ns");
@@ -207,7 +219,10 @@ fn network_policy_admits_the_webhook_port_only_from_the_api_server_peers() {
     assert_eq!(np["spec"]["policyTypes"], serde_json::json!(["Ingress"]));
     let ingress = np["spec"]["ingress"].as_array().unwrap();
     assert_eq!(ingress[0]["from"][0]["ipBlock"]["cidr"], "10.250.0.0/16");
-    assert_eq!(ingress[0]["ports"], serde_json::json!([{"protocol": "TCP", "port": 10250}]));
+    assert_eq!(
+        ingress[0]["ports"],
+        serde_json::json!([{"protocol": "TCP", "port": 10250}])
+    );
     assert_eq!(ingress[1]["ports"][0]["port"], 8080);
     assert_eq!(
         np["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
@@ -219,10 +234,18 @@ fn network_policy_admits_the_webhook_port_only_from_the_api_server_peers() {
         "ns",
     );
     let np = find(&docs, "NetworkPolicy");
-    assert_eq!(np["spec"]["ingress"][0]["from"][0]["ipBlock"]["cidr"], "172.16.0.0/24");
+    assert_eq!(
+        np["spec"]["ingress"][0]["from"][0]["ipBlock"]["cidr"],
+        "172.16.0.0/24"
+    );
     // no peers at all: a clear error instead of a policy that admits nothing
-    let err = try_render("provider: aws\nnetworkPolicy: {enabled: true}\n", "r", "ns", "1.33.0")
-        .unwrap_err();
+    let err = try_render(
+        "provider: aws\nnetworkPolicy: {enabled: true}\n",
+        "r",
+        "ns",
+        "1.33.0",
+    )
+    .unwrap_err();
     assert!(err.contains("networkPolicy.webhookFrom"), "{err}");
 }
 
@@ -231,20 +254,41 @@ fn image_vector_overwrite_is_mounted_and_named_in_the_environment() {
     let values = "provider: openstack\nimageVectorOverwrite: |\n  images:\n  - name: cloud-controller-manager\n    repository: registry.local/ccm\n    tag: v1.33.0\n";
     let docs = render(values, "ns");
     let cm = find(&docs, "ConfigMap");
-    assert_eq!(cm["metadata"]["name"], "gardener-extension-provider-openstack-imagevector-overwrite");
-    assert!(cm["data"]["images_overwrite.yaml"].as_str().unwrap().contains("registry.local/ccm"));
+    assert_eq!(
+        cm["metadata"]["name"],
+        "gardener-extension-provider-openstack-imagevector-overwrite"
+    );
+    assert!(
+        cm["data"]["images_overwrite.yaml"]
+            .as_str()
+            .unwrap()
+            .contains("registry.local/ccm")
+    );
     let c = container(&docs);
-    assert!(c["env"].as_array().unwrap().iter().any(|e| e["name"] == "IMAGEVECTOR_OVERWRITE"
-        && e["value"] == "/charts_overwrite/images_overwrite.yaml"));
-    assert!(c["volumeMounts"].as_array().unwrap().iter().any(|m| m["mountPath"] == "/charts_overwrite/"));
+    assert!(
+        c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "IMAGEVECTOR_OVERWRITE"
+                && e["value"] == "/charts_overwrite/images_overwrite.yaml")
+    );
+    assert!(
+        c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mountPath"] == "/charts_overwrite/")
+    );
     let ann = &find(&docs, "Deployment")["spec"]["template"]["metadata"]["annotations"];
-    let sum = ann["checksum/configmap-imagevector-overwrite"].as_str().unwrap();
+    let sum = ann["checksum/configmap-imagevector-overwrite"]
+        .as_str()
+        .unwrap();
     assert_eq!(sum.len(), 64, "sha256 of the rendered ConfigMap");
     // a changed overwrite rolls the pods
     let other = render(&values.replace("v1.33.0", "v1.33.1"), "ns");
     assert_ne!(
-        find(&other, "Deployment")["spec"]["template"]["metadata"]["annotations"]
-            ["checksum/configmap-imagevector-overwrite"],
+        find(&other, "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/configmap-imagevector-overwrite"],
         sum
     );
 }
@@ -266,7 +310,11 @@ fn the_usual_values_reach_the_workload() {
         serde_json::json!({"limits": {"memory": "1Gi"}, "requests": {"cpu": "50m", "memory": "64Mi"}})
     );
     assert!(!docs.iter().any(|d| d.kind() == "VerticalPodAutoscaler"));
-    assert!(d["spec"]["template"]["metadata"].get("annotations").is_none());
+    assert!(
+        d["spec"]["template"]["metadata"]
+            .get("annotations")
+            .is_none()
+    );
     assert_eq!(
         d["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
         "scion-cert-manager"
@@ -302,7 +350,11 @@ fn the_compiled_in_chart_is_the_chart_directory() {
             let entry = entry.unwrap();
             if entry.file_type().unwrap().is_file() {
                 let name = entry.file_name().into_string().unwrap();
-                on_disk.push(if sub.is_empty() { name } else { format!("{sub}/{name}") });
+                on_disk.push(if sub.is_empty() {
+                    name
+                } else {
+                    format!("{sub}/{name}")
+                });
             }
         }
     }
@@ -312,8 +364,15 @@ fn the_compiled_in_chart_is_the_chart_directory() {
         .map(|(p, _)| (*p).to_owned())
         .collect();
     compiled.sort();
-    assert_eq!(compiled, on_disk, "src/deploy/chart.rs CHART_FILES lists other files than charts/scion");
+    assert_eq!(
+        compiled, on_disk,
+        "src/deploy/chart.rs CHART_FILES lists other files than charts/scion"
+    );
     for (path, text) in scion::deploy::chart::CHART_FILES {
-        assert_eq!(*text, std::fs::read_to_string(dir.join(path)).unwrap(), "{path}");
+        assert_eq!(
+            *text,
+            std::fs::read_to_string(dir.join(path)).unwrap(),
+            "{path}"
+        );
     }
 }

@@ -5,6 +5,7 @@ pub mod certs;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;
+pub mod registration;
 pub mod render;
 pub mod serve;
 
@@ -34,6 +35,8 @@ pub enum Command {
     Mutate(mutate::MutateArgs),
     /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
     Render(render::RenderArgs),
+    /// Print the Gardener registration: ControllerDeployment, ControllerRegistration, Extension.
+    Registration(registration::RegistrationArgs),
 }
 
 /// One line for an error chain, skipping causes whose text the line already holds.
@@ -65,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
         Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
+        Command::Registration(args) => registration::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -62,12 +62,8 @@ pub fn archive() -> Vec<u8> {
         header.set_gid(0);
         header.set_entry_type(tar::EntryType::Regular);
         // Writing into a Vec cannot fail; the paths are short ASCII literals.
-        tar.append_data(
-            &mut header,
-            format!("{CHART_NAME}/{path}"),
-            text.as_bytes(),
-        )
-        .expect("append a chart file to the in-memory archive");
+        tar.append_data(&mut header, format!("{CHART_NAME}/{path}"), text.as_bytes())
+            .expect("append a chart file to the in-memory archive");
     }
     let mut gz = tar
         .into_inner()
@@ -121,9 +117,7 @@ pub fn rbac_template() -> Result<String, DeployError> {
     if out.contains(PLACEHOLDER_PROVIDER) {
         return Err(DeployError::Yaml {
             kind: "ClusterRole",
-            message: format!(
-                "a name derived from the provider has no template expression: {out}"
-            ),
+            message: format!("a name derived from the provider has no template expression: {out}"),
         });
     }
     Ok(out)
@@ -151,6 +145,8 @@ mod tests {
     fn the_rbac_template_names_nothing_of_the_placeholder() {
         let t = rbac_template().unwrap();
         assert!(!t.contains("zz"), "{t}");
-        assert!(t.contains("name: extensions.gardener.cloud:{{ include \"scion.extensionName\" . }}"));
+        assert!(
+            t.contains("name: extensions.gardener.cloud:{{ include \"scion.extensionName\" . }}")
+        );
     }
 }

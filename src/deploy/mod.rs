@@ -12,7 +12,9 @@
 //! - [`workload`]: ServiceAccount, Deployment, PodDisruptionBudget, Service;
 //! - [`register`]: the self-registration of the webhook configuration;
 //! - [`chart`]: the Helm chart `charts/scion` compiled in (files, archive, the
-//!   RBAC template generated from [`API_CALLS`]).
+//!   RBAC template generated from [`API_CALLS`]);
+//! - [`registration`]: the Gardener registration artefacts
+//!   (ControllerDeployment, ControllerRegistration, operator Extension).
 //!
 //! [`render`] prints the whole installation as one deterministic YAML stream.
 
@@ -20,6 +22,7 @@ pub mod chart;
 pub mod names;
 pub mod rbac;
 pub mod register;
+pub mod registration;
 pub mod webhook;
 pub mod workload;
 

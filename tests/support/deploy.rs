@@ -18,7 +18,8 @@ use tokio::task::JoinHandle;
 
 pub type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
-pub const MWC_PATH: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/scion-provider-aws";
+pub const MWC_PATH: &str =
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/scion-provider-aws";
 pub const MWC_COLLECTION: &str =
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 pub const NS_PATH: &str = "/api/v1/namespaces/extension-provider-aws";

@@ -90,7 +90,10 @@ impl LeaderWork {
 
     /// Hold the Lease of the extension and run the work while leading (at
     /// once and until shutdown without leader election).
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + Sync + 'static) -> anyhow::Result<()> {
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    ) -> anyhow::Result<()> {
         let Some(lease) = &self.lease else {
             tracing::info!("leader election disabled: running the leader work now");
             self.lead(Box::pin(shutdown)).await;

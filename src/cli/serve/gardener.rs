@@ -91,7 +91,11 @@ impl GoExtensionFlags {
                 None => {
                     return Err(format!(
                         "cannot disable unknown webhook {item:?} (known: {}, *)",
-                        WEBHOOKS.iter().map(|w| w.name).collect::<Vec<_>>().join(", ")
+                        WEBHOOKS
+                            .iter()
+                            .map(|w| w.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
             }

@@ -109,7 +109,12 @@ pub struct ServeArgs {
     pub etcd_storage_capacity: Option<String>,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
-    #[arg(long, visible_alias = "webhook-config-namespace", env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
+    #[arg(
+        long,
+        visible_alias = "webhook-config-namespace",
+        env = "SCION_WEBHOOK_NAMESPACE",
+        value_name = "NS"
+    )]
     pub webhook_namespace: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
@@ -264,21 +269,18 @@ fn leader_work(
     };
     let work = LeaderWork {
         client,
-        lease: args
-            .go
-            .leader_election
-            .then(|| components::LeaseName {
-                name: args
-                    .go
-                    .leader_election_id
-                    .clone()
-                    .unwrap_or_else(|| extension.leader_election_lease()),
-                namespace: args
-                    .go
-                    .leader_election_namespace
-                    .clone()
-                    .unwrap_or_else(|| extension.namespace().to_owned()),
-            }),
+        lease: args.go.leader_election.then(|| components::LeaseName {
+            name: args
+                .go
+                .leader_election_id
+                .clone()
+                .unwrap_or_else(|| extension.leader_election_lease()),
+            namespace: args
+                .go
+                .leader_election_namespace
+                .clone()
+                .unwrap_or_else(|| extension.namespace().to_owned()),
+        }),
         extension,
         controller,
         register_webhook: args

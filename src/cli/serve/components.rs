@@ -13,7 +13,15 @@ use crate::controller::{self, StopSignal};
 use crate::deploy::{self, Extension};
 use crate::profile::CcmSpec;
 use crate::server::Readiness;
+use crate::state::throttle::ThrottleLayer;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
+
+/// Client-side rate limit of the Kubernetes client (`--kube-api-qps`, `--kube-api-burst`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimit {
+    pub qps: f64,
+    pub burst: u32,
+}
 
 /// The state source chosen at start, and the API client when there is one.
 pub struct StateChoice {
@@ -26,6 +34,7 @@ pub struct StateChoice {
 pub async fn open_state(
     objects_dir: Option<&Path>,
     readiness: &Readiness,
+    limit: ClientLimit,
 ) -> anyhow::Result<StateChoice> {
     let choice = match objects_dir {
         Some(dir) => {
@@ -47,9 +56,13 @@ pub async fn open_state(
             }
         }
         None => {
-            let client = kube::Client::try_default().await.context(
+            let config = kube::Config::infer().await.context(
                 "no --objects-dir given and no Kubernetes API configured (kubeconfig or in-cluster)",
             )?;
+            let client = kube::client::ClientBuilder::try_from(config)
+                .context("cannot build the Kubernetes client")?
+                .with_layer(&ThrottleLayer::new(limit.qps, limit.burst))
+                .build();
             let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
             drop(state.spawn());
             tracing::info!(

@@ -337,7 +337,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = load_profile(&args)?;
-    let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
+    let limit = components::ClientLimit {
+        qps: args.go.kube_api_qps,
+        burst: args.go.kube_api_burst,
+    };
+    let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
     let leader = leader_work(&args, &profile, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {

@@ -73,6 +73,7 @@ fn the_stream_splits_into_the_objects_in_apply_order() {
             "Service",
             "Deployment",
             "PodDisruptionBudget",
+            "VerticalPodAutoscaler",
             "MutatingWebhookConfiguration"
         ]
     );
@@ -130,7 +131,7 @@ fn webhook_configuration_matches_the_route_and_the_provider() {
         let config = webhook_configuration(&ext, None);
         assert_eq!(
             config.metadata.name.as_deref(),
-            Some(format!("gardener-extension-provider-{provider}").as_str())
+            Some(format!("scion-provider-{provider}").as_str())
         );
         let labels = config.metadata.labels.as_ref().unwrap();
         assert_eq!(

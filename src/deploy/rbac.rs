@@ -204,7 +204,9 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "deploy::register_webhook: read and patch the webhook configuration",
+        // Server-side apply creates the configuration with a PATCH too, so no
+        // `create` grant is needed, and none on any other configuration.
+        site: "deploy::register_webhook: read and server-side apply the webhook configuration",
         resources: &[gr(
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations",
@@ -212,18 +214,6 @@ pub const API_CALLS: &[ApiCall] = &[
         verbs: &[Verb::Get, Verb::Patch],
         scope: Scope::Cluster,
         names: Names::WebhookConfiguration,
-    },
-    ApiCall {
-        // RBAC cannot restrict `create` by name: the name is not known when
-        // the request is authorised.
-        site: "deploy::register_webhook: create the webhook configuration",
-        resources: &[gr(
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations",
-        )],
-        verbs: &[Verb::Create],
-        scope: Scope::Cluster,
-        names: Names::Any,
     },
     ApiCall {
         site: "deploy::register_webhook: uid of the owner Namespace",

@@ -20,8 +20,6 @@ pub type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
 pub const MWC_PATH: &str =
     "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/scion-provider-aws";
-pub const MWC_COLLECTION: &str =
-    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 pub const NS_PATH: &str = "/api/v1/namespaces/extension-provider-aws";
 pub const NS_UID: &str = "6f1c1e9a-4c1e-4a57-9a59-5a8c2e3f0b11";
 
@@ -88,6 +86,8 @@ pub fn stored(ca_bundle: &[u8], resource_version: &str) -> Value {
     v["metadata"]["resourceVersion"] = json!(resource_version);
     v["metadata"]["uid"] = json!("0a6f6a6e-0000-4000-8000-000000000001");
     v["metadata"]["labels"]["added-by-someone-else"] = json!("x");
+    v["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Namespace",
+        "name": "extension-provider-aws", "uid": NS_UID, "controller": true, "blockOwnerDeletion": false}]);
     let hook = &mut v["webhooks"][0];
     hook["reinvocationPolicy"] = json!("Never");
     for rule in hook["rules"].as_array_mut().unwrap() {

@@ -28,6 +28,7 @@ mod probes;
 mod readiness;
 mod sniff;
 mod throttle;
+pub mod trim;
 mod webhook;
 
 use std::net::SocketAddr;

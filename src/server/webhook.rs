@@ -305,7 +305,11 @@ async fn handle(
             tokio::task::spawn_blocking(move || {
                 let _worker = worker;
                 let _entered = span.enter();
-                answer(&state, &bytes, deadline - margin, &runtime, decoded_tx)
+                let answered = answer(&state, &bytes, deadline - margin, &runtime, decoded_tx);
+                let body_bytes = bytes.len();
+                drop(bytes);
+                super::trim::after_job(body_bytes);
+                answered
             })
             .await
         }

@@ -172,9 +172,8 @@ async fn metrics_expose_the_named_families() {
 
 /// The `listening` log lines of a JSON-logging `scion serve`.
 fn listening(line: &str) -> Option<(String, SocketAddr)> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let fields = value.get("fields")?;
-    if fields.get("message")? != "listening" {
+    let fields: serde_json::Value = serde_json::from_str(line).ok()?;
+    if fields.get("msg")? != "listening" {
         return None;
     }
     Some((

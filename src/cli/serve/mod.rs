@@ -420,7 +420,7 @@ mod tests {
         assert_eq!(args.cert.cert_dir, PathBuf::from("certs"));
         assert_eq!(args.request_timeout, Duration::from_secs(8));
         assert_eq!(args.shutdown_grace, Duration::from_secs(15));
-        assert_eq!(args.log.log_format, logging::LogFormat::Text);
+        assert_eq!(args.log.log_format, logging::LogFormat::Json);
         assert_eq!(args.log.log_level, "info");
         assert_eq!(args.max_connections, None);
         assert_eq!(args.max_requests_in_flight, 64);

@@ -2,6 +2,7 @@
 //! environment variable `SCION_<FLAG>`.
 
 pub mod certs;
+pub mod check;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;
@@ -35,6 +36,8 @@ pub enum Command {
     Mutate(mutate::MutateArgs),
     /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
     Render(render::RenderArgs),
+    /// Audit a live seed read-only: what would scion change on each shoot's objects?
+    Check(check::CheckArgs),
     /// Print the Gardener registration: ControllerDeployment, ControllerRegistration, Extension.
     Registration(registration::RegistrationArgs),
 }
@@ -68,6 +71,7 @@ pub fn main() -> ExitCode {
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
         Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
+        Command::Check(args) => check::run(&args, &mut std::io::stdout().lock()),
         Command::Registration(args) => registration::run(&args, &mut std::io::stdout().lock()),
     };
     match result {

@@ -171,6 +171,12 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
     if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
         return Ok(crate::decode::whole(&serde_json::to_vec(&value)?)?);
     }
+    request_for_object(value)
+}
+
+/// The UPDATE request the API server would send for `value`, a manifest with
+/// apiVersion and kind (`scion check` audits live objects this way).
+pub fn request_for_object(value: Value) -> anyhow::Result<AdmissionRequest> {
     let (Some(api_version), Some(_)) = (
         value.get("apiVersion").and_then(Value::as_str),
         value.get("kind").and_then(Value::as_str),

@@ -258,6 +258,78 @@ pub fn policy_rules(calls: &[ApiCall], scope: Scope, ext: &Extension) -> Vec<Pol
         .collect()
 }
 
+/// Every call `scion check` makes: reads only. The ClusterRole
+/// [`check_cluster_role`] grants exactly these; `tests/cli_check.rs` records
+/// the calls of an audit and checks each against it.
+pub const CHECK_API_CALLS: &[ApiCall] = &[
+    ApiCall {
+        site: "cli::check: the Cluster list (shoot namespaces and contexts)",
+        resources: &[gr(EXTENSIONS, "clusters")],
+        verbs: &[Verb::List, Verb::Watch],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the objects the webhooks mutate, by name",
+        resources: &[
+            gr("", "secrets"),
+            gr("apps", "deployments"),
+            gr("autoscaling.k8s.io", "verticalpodautoscalers"),
+        ],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the objects the webhooks mutate, of any name",
+        resources: &[
+            gr(EXTENSIONS, "operatingsystemconfigs"),
+            gr("druid.gardener.cloud", "etcds"),
+        ],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: what the rules read (Secrets, ConfigMaps, a BackupBucket), as the webhook's state source does",
+        resources: &[
+            gr("", "configmaps"),
+            gr("", "secrets"),
+            gr(EXTENSIONS, "backupbuckets"),
+        ],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: Azure's tenant service principal Secrets by label",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+];
+
+/// Name of the read-only ClusterRole of `scion check`.
+pub const CHECK_CLUSTER_ROLE: &str = "scion-check";
+
+/// The read-only ClusterRole `scion check` needs, generated from
+/// [`CHECK_API_CALLS`] (`scion check --print-rbac`).
+pub fn check_cluster_role(ext: &Extension) -> ClusterRole {
+    ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(CHECK_CLUSTER_ROLE.to_owned()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/part-of".to_owned(),
+                "scion".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        rules: Some(policy_rules(CHECK_API_CALLS, Scope::Cluster, ext)),
+        aggregation_rule: None,
+    }
+}
+
 fn subject(ext: &Extension) -> Subject {
     Subject {
         kind: "ServiceAccount".to_owned(),

@@ -315,10 +315,13 @@ fn the_usual_values_reach_the_workload() {
             .get("annotations")
             .is_none()
     );
+    // an external issuer's Secret replaces the managed certificates
     assert_eq!(
         d["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
         "scion-cert-manager"
     );
+    assert!(!args(&docs).contains(&"--manage-certs".to_owned()));
+    assert_eq!(container(&docs)["volumeMounts"][0]["readOnly"], true);
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //! - [`webhook`]: the pure MutatingWebhookConfiguration builder;
 //! - [`workload`]: ServiceAccount, Deployment, PodDisruptionBudget, Service;
 //! - [`register`]: the self-registration of the webhook configuration;
+//! - [`certs`]: the webhook certificates managed in the cluster (leader
+//!   issues and rotates, every replica copies);
 //! - [`chart`]: the Helm chart `charts/scion` compiled in (files, archive, the
 //!   RBAC template generated from [`API_CALLS`]);
 //! - [`registration`]: the Gardener registration artefacts
@@ -18,6 +20,7 @@
 //!
 //! [`render`] prints the whole installation as one deterministic YAML stream.
 
+pub mod certs;
 pub mod chart;
 pub mod names;
 pub mod rbac;

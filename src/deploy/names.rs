@@ -152,6 +152,12 @@ impl Extension {
         format!("{}-tls", self.resource_name())
     }
 
+    /// Name of the Secret holding the webhook CA when scion manages the
+    /// certificates (`serve --manage-certs`).
+    pub fn webhook_ca_secret_name(&self) -> String {
+        format!("{}-webhook-ca", self.resource_name())
+    }
+
     /// Name of the leader-election Lease in the extension namespace.
     pub fn leader_election_lease(&self) -> String {
         format!("{}-leader-election", self.extension_name())

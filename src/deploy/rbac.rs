@@ -60,6 +60,8 @@ pub enum Names {
     WebhookConfiguration,
     /// Only the Namespace the extension runs in.
     ExtensionNamespace,
+    /// Only the webhook certificate Secrets (`<name>-webhook-ca`, `<name>-tls`).
+    CertificateSecrets,
 }
 
 impl Names {
@@ -68,6 +70,9 @@ impl Names {
             Names::Any => None,
             Names::WebhookConfiguration => Some(vec![ext.webhook_config_name()]),
             Names::ExtensionNamespace => Some(vec![ext.namespace().to_owned()]),
+            Names::CertificateSecrets => {
+                Some(vec![ext.cert_secret_name(), ext.webhook_ca_secret_name()])
+            }
         }
     }
 }
@@ -112,6 +117,24 @@ pub const CCM_OBJECTS: &[GroupResource] = &[
 
 /// Every Kubernetes API call scion makes, one row per call site.
 pub const API_CALLS: &[ApiCall] = &[
+    ApiCall {
+        // Server-side apply creates a missing Secret with the same PATCH.
+        site: "deploy::certs: the leader reads and applies the webhook CA and serving certificate Secrets; every replica reads the serving one",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::Get, Verb::Patch],
+        scope: Scope::ExtensionNamespace,
+        names: Names::CertificateSecrets,
+    },
+    ApiCall {
+        site: "deploy::certs: the leader reads the webhook configuration's caBundle (does it trust the current CA?)",
+        resources: &[gr(
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+        )],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::WebhookConfiguration,
+    },
     ApiCall {
         site: "state: Cluster reflector",
         resources: &[gr(EXTENSIONS, "clusters")],

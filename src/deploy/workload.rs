@@ -7,9 +7,9 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
-    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecretVolumeSource, SecurityContext, Service, ServiceAccount, ServicePort,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecurityContext, Service, ServiceAccount, ServicePort,
     ServiceSpec, TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
@@ -50,6 +50,9 @@ pub const NETWORK_POLICY_POD_LABELS: &[(&str, &str)] = &[
 
 const CERT_VOLUME: &str = "certs";
 
+/// Size cap of the in-memory certificate directory (three PEM files).
+pub const CERT_DIR_SIZE_LIMIT: &str = "1Mi";
+
 /// Defaults of the Go-extension flags the container is started with; the
 /// chart's `values.yaml` has the same (tests/deploy_chart.rs).
 pub const CONTROLPLANE_CONCURRENT_SYNCS: u32 = 5;
@@ -68,6 +71,7 @@ pub fn serve_args(ext: &Extension) -> Vec<String> {
         "serve".to_owned(),
         format!("--provider={}", ext.provider()),
         format!("--cert-dir={CERT_DIR}"),
+        "--manage-certs".to_owned(),
         "--register-webhook".to_owned(),
         format!("--webhook-config-server-port={WEBHOOK_PORT}"),
         format!("--metrics-bind-address=:{METRICS_PORT}"),
@@ -213,7 +217,6 @@ fn container(ext: &Extension, image: &str) -> Container {
         volume_mounts: Some(vec![VolumeMount {
             name: CERT_VOLUME.to_owned(),
             mount_path: CERT_DIR.to_owned(),
-            read_only: Some(true),
             ..VolumeMount::default()
         }]),
         ..Container::default()
@@ -221,9 +224,10 @@ fn container(ext: &Extension, image: &str) -> Container {
 }
 
 /// The Deployment of the extension: [`REPLICAS`] non-root pods with a
-/// read-only root filesystem, probes on the health port, and the certificate
-/// Secret mounted as a whole volume (never `subPath`, so the kubelet's
-/// `..data` symlink swap delivers rotated certificates live).
+/// read-only root filesystem, probes on the health port, and an in-memory
+/// certificate directory that `--manage-certs` fills from the Secret the
+/// leader issues (the chart mounts an external issuer's Secret there
+/// instead, as a whole volume so rotations arrive live).
 pub fn deployment(ext: &Extension, image: &str) -> Deployment {
     let mut pod_labels = ext.selector_labels();
     pod_labels.extend(
@@ -280,13 +284,13 @@ pub fn deployment(ext: &Extension, image: &str) -> Deployment {
                         label_selector: Some(selector(ext)),
                         ..TopologySpreadConstraint::default()
                     }]),
+                    // `--manage-certs` copies the certificate Secret here; in
+                    // memory, so the key never touches the node's disk
                     volumes: Some(vec![Volume {
                         name: CERT_VOLUME.to_owned(),
-                        secret: Some(SecretVolumeSource {
-                            secret_name: Some(ext.cert_secret_name()),
-                            // owner and group read: the pod's fsGroup owns the files
-                            default_mode: Some(0o440),
-                            ..SecretVolumeSource::default()
+                        empty_dir: Some(EmptyDirVolumeSource {
+                            medium: Some("Memory".to_owned()),
+                            size_limit: Some(Quantity(CERT_DIR_SIZE_LIMIT.to_owned())),
                         }),
                         ..Volume::default()
                     }]),

@@ -25,7 +25,3 @@ app.kubernetes.io/part-of: scion
 {{ .Values.image.repository }}:{{ $tag }}
 {{- end -}}
 {{- end -}}
-
-{{- define "scion.certSecretName" -}}
-{{- .Values.webhookConfig.certificates.secretName | default (printf "%s-tls" (include "scion.name" .)) -}}
-{{- end -}}

@@ -91,6 +91,8 @@ pub struct LeaderWork {
     /// `None` with `--leader-election=false`: the work runs at once.
     pub lease: Option<LeaseName>,
     pub extension: Extension,
+    /// `--manage-certs`: issue and rotate the webhook certificates.
+    pub manage_certs: bool,
     pub controller: Option<Arc<controller::Context>>,
     pub register_webhook: Option<PathBuf>,
 }
@@ -98,7 +100,7 @@ pub struct LeaderWork {
 impl LeaderWork {
     /// Nothing to do: neither a controller nor registration was asked for.
     pub fn is_empty(&self) -> bool {
-        self.controller.is_none() && self.register_webhook.is_none()
+        self.controller.is_none() && self.register_webhook.is_none() && !self.manage_certs
     }
 
     /// Hold the Lease of the extension and run the work while leading (at
@@ -134,6 +136,18 @@ impl LeaderWork {
             tracing::info!("starting the ControlPlane controller");
             tokio::spawn(controller::run(ctx, stop.clone()))
         });
+        let certs = self.manage_certs.then(|| {
+            let (client, ext, stop) = (self.client.clone(), self.extension.clone(), stop.clone());
+            tokio::spawn(async move {
+                deploy::certs::keep_certificates(
+                    &client,
+                    &ext,
+                    deploy::certs::CertTiming::default(),
+                    stop,
+                )
+                .await;
+            })
+        });
         if let Some(ca_file) = &self.register_webhook {
             deploy::keep_registered(
                 &self.client,
@@ -143,6 +157,11 @@ impl LeaderWork {
                 stop.clone(),
             )
             .await;
+        }
+        if let Some(task) = certs
+            && let Err(err) = task.await
+        {
+            tracing::warn!(error = %err, "webhook certificate task ended abnormally");
         }
         if let Some(task) = controller
             && let Err(err) = task.await

@@ -73,6 +73,12 @@ pub struct ServeArgs {
         default_value = "controlplane"
     )]
     pub controllers: Vec<ControllerName>,
+    /// Manage the webhook certificates in the cluster: the leader issues and
+    /// rotates a CA and a serving certificate in Secrets of the extension
+    /// namespace; every replica copies the current one into --cert-dir (which
+    /// must be writable) and waits for it before serving.
+    #[arg(long, env = "SCION_MANAGE_CERTS")]
+    pub manage_certs: bool,
     /// Create or update the MutatingWebhookConfiguration with the CA bundle in
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
@@ -222,6 +228,22 @@ fn build_mutator(
     Arc::new(WebhookMutator::new(engine, state))
 }
 
+/// The installation `serve` belongs to: the profile's provider in
+/// `--webhook-namespace` (default: the client's namespace), without the
+/// `--disable-webhooks`.
+fn extension(
+    args: &ServeArgs,
+    profile: &Profile,
+    client: &kube::Client,
+) -> anyhow::Result<Extension> {
+    let namespace = args
+        .webhook_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    Ok(Extension::new(&profile.provider, &namespace)?
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?))
+}
+
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
 fn leader_work(
     args: &ServeArgs,
@@ -234,9 +256,9 @@ fn leader_work(
         && !args.controllers.contains(&ControllerName::None)
         && !disabled_controllers.contains(&"controlplane");
     let Some(client) = client else {
-        if args.register_webhook {
+        if args.register_webhook || args.manage_certs {
             anyhow::bail!(
-                "--register-webhook needs a Kubernetes API; it cannot be used with --objects-dir"
+                "--register-webhook and --manage-certs need a Kubernetes API; they cannot be used with --objects-dir"
             );
         }
         if wants_controller {
@@ -247,12 +269,7 @@ fn leader_work(
         return Ok(None);
     };
     let provider = profile.provider.clone();
-    let namespace = args
-        .webhook_namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
-    let extension = Extension::new(&provider, &namespace)?
-        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?);
+    let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
         let spec = profile.ccm().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
@@ -282,6 +299,7 @@ fn leader_work(
                 .unwrap_or_else(|| extension.namespace().to_owned()),
         }),
         extension,
+        manage_certs: args.manage_certs,
         controller,
         register_webhook: args
             .register_webhook
@@ -342,6 +360,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         burst: args.go.kube_api_burst,
     };
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
+    let cert_client = choice.client.clone().filter(|_| args.manage_certs);
+    let cert_extension = match &cert_client {
+        Some(client) => Some(extension(&args, &profile, client)?),
+        None => None,
+    };
     let leader = leader_work(&args, &profile, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -350,6 +373,30 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         })
     });
+    // Managed certificates: wait for the first copy (the leader, maybe this
+    // replica, issues it), then keep copying rotations.
+    if let (Some(client), Some(ext)) = (cert_client, cert_extension) {
+        crate::deploy::certs::wait_for_cert_dir(
+            &client,
+            &ext,
+            &args.cert.cert_dir,
+            Duration::from_secs(1),
+        )
+        .await
+        .context("cannot prepare the managed webhook certificate")?;
+        let dir = args.cert.cert_dir.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            crate::deploy::certs::keep_cert_dir(
+                &client,
+                &ext,
+                &dir,
+                crate::deploy::certs::CertTiming::default(),
+                stop,
+            )
+            .await;
+        });
+    }
     let mutator = build_mutator(&args, profile, choice.state.clone());
     server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
     if let Some(leader) = leader {

@@ -173,37 +173,49 @@ fn artefacts_check_against_gardeners_schemas() {
             ChartSource::Inline,
             ChartSource::Oci(format!("reg.local/charts/scion-{provider}:0.1.0")),
         ] {
-            let opts = options(provider, chart);
-            // what `scion registration` prints parses back into the same objects
-            let stream = registration::render(&opts).unwrap();
-            let parsed: Vec<Value> = scion::deploy::split_documents(&stream)
-                .iter()
-                .map(|d| serde_saphyr::from_str(d).unwrap())
-                .collect();
-            assert_eq!(parsed, registration::objects(&opts));
-            let mut errors = Vec::new();
-            for object in &parsed {
-                match (object["apiVersion"].as_str(), object["kind"].as_str()) {
-                    (Some("core.gardener.cloud/v1"), Some("ControllerDeployment")) => {
-                        check_openapi(&defs, "v1.ControllerDeployment", object, "$", &mut errors)
+            for staged in [false, true] {
+                let opts = if staged {
+                    options(provider, chart.clone()).webhooks_only()
+                } else {
+                    options(provider, chart.clone())
+                };
+                // what `scion registration` prints parses back into the same objects
+                let stream = registration::render(&opts).unwrap();
+                let parsed: Vec<Value> = scion::deploy::split_documents(&stream)
+                    .iter()
+                    .map(|d| serde_saphyr::from_str(d).unwrap())
+                    .collect();
+                assert_eq!(parsed, registration::objects(&opts));
+                let mut errors = Vec::new();
+                for object in &parsed {
+                    match (object["apiVersion"].as_str(), object["kind"].as_str()) {
+                        (Some("core.gardener.cloud/v1"), Some("ControllerDeployment")) => {
+                            check_openapi(
+                                &defs,
+                                "v1.ControllerDeployment",
+                                object,
+                                "$",
+                                &mut errors,
+                            )
+                        }
+                        (Some("core.gardener.cloud/v1beta1"), Some("ControllerRegistration")) => {
+                            check_openapi(
+                                &defs,
+                                "v1beta1.ControllerRegistration",
+                                object,
+                                "$",
+                                &mut errors,
+                            )
+                        }
+                        (Some("operator.gardener.cloud/v1alpha1"), Some("Extension")) => {
+                            assert_eq!(crd["spec"]["names"]["kind"], "Extension");
+                            check_crd(extension_schema, object, "$", &mut errors)
+                        }
+                        other => panic!("unexpected object {other:?}"),
                     }
-                    (Some("core.gardener.cloud/v1beta1"), Some("ControllerRegistration")) => {
-                        check_openapi(
-                            &defs,
-                            "v1beta1.ControllerRegistration",
-                            object,
-                            "$",
-                            &mut errors,
-                        )
-                    }
-                    (Some("operator.gardener.cloud/v1alpha1"), Some("Extension")) => {
-                        assert_eq!(crd["spec"]["names"]["kind"], "Extension");
-                        check_crd(extension_schema, object, "$", &mut errors)
-                    }
-                    other => panic!("unexpected object {other:?}"),
                 }
+                assert!(errors.is_empty(), "{provider}: {errors:#?}");
             }
-            assert!(errors.is_empty(), "{provider}: {errors:#?}");
         }
     }
 }

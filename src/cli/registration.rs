@@ -26,6 +26,10 @@ pub struct RegistrationArgs {
     /// Container image of the extension (the chart's image.repository and image.tag).
     #[arg(long, env = "SCION_IMAGE", default_value = DEFAULT_IMAGE)]
     pub image: String,
+    /// Switch-over stage: claim no resource and deploy to every seed
+    /// (policy Always), so scion's webhooks run beside the Go extension's.
+    #[arg(long)]
+    pub webhooks_only: bool,
 }
 
 /// Render the artefacts for `args` into `out`.
@@ -41,7 +45,10 @@ pub fn run(args: &RegistrationArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         Some(reference) => ChartSource::Oci(reference.clone()),
         None => ChartSource::Inline,
     };
-    let opts = RegistrationOptions::new(&args.provider, &args.image, chart)?;
+    let mut opts = RegistrationOptions::new(&args.provider, &args.image, chart)?;
+    if args.webhooks_only {
+        opts = opts.webhooks_only();
+    }
     let yaml = registration::render(&opts)?;
     out.write_all(yaml.as_bytes())
         .context("cannot write the registration to stdout")?;

@@ -44,13 +44,13 @@ pub enum CertError {
         namespace: String,
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error("cannot read MutatingWebhookConfiguration {name}: {source}")]
     Webhook {
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error("Secret {name}: {reason}")]
     Malformed { name: String, reason: String },
@@ -115,7 +115,7 @@ async fn apply_secret(
         action: "apply",
         namespace: ext.namespace().to_owned(),
         name: name.to_owned(),
-        source,
+        source: Box::new(source),
     })
 }
 
@@ -135,7 +135,7 @@ pub async fn reconcile_certificates(
                 action: "get",
                 namespace,
                 name,
-                source,
+                source: Box::new(source),
             })
         }
     };
@@ -165,7 +165,7 @@ pub async fn reconcile_certificates(
         .await
         .map_err(|source| CertError::Webhook {
             name: ext.webhook_config_name(),
-            source,
+            source: Box::new(source),
         })?
         .and_then(|c| c.webhooks)
         .and_then(|w| w.into_iter().next())
@@ -265,7 +265,7 @@ pub async fn sync_cert_dir(
         action: "get",
         namespace: ext.namespace().to_owned(),
         name: name.clone(),
-        source,
+        source: Box::new(source),
     })?
     else {
         return Ok(false);
@@ -376,7 +376,7 @@ pub async fn wait_for_cert_dir(
             Err(err @ CertError::Write(_)) => return Err(err),
             Err(err) => tracing::warn!(error = %err, "waiting for the webhook certificate"),
         }
-        if waited.as_secs() % 30 == 0 {
+        if waited.as_secs().is_multiple_of(30) {
             tracing::info!(secret = %ext.cert_secret_name(), "waiting for the leader to issue the webhook certificate");
         }
         tokio::time::sleep(poll).await;

@@ -47,6 +47,7 @@ pub struct RegistrationOptions {
     image_repository: String,
     image_tag: String,
     chart: ChartSource,
+    webhooks_only: bool,
 }
 
 impl RegistrationOptions {
@@ -69,7 +70,25 @@ impl RegistrationOptions {
             image_repository,
             image_tag,
             chart,
+            webhooks_only: false,
         })
+    }
+
+    /// The first stage of a switch-over from the Go extension: claim no
+    /// resource and deploy to every seed (`policy: Always`), so scion's
+    /// webhooks run beside the Go extension's while it still owns the
+    /// ControlPlanes.
+    pub fn webhooks_only(mut self) -> Self {
+        self.webhooks_only = true;
+        self
+    }
+
+    fn policy(&self) -> &'static str {
+        if self.webhooks_only {
+            "Always"
+        } else {
+            "OnDemand"
+        }
     }
 
     /// `scion-provider-<p>`: the name of all three objects.
@@ -114,6 +133,9 @@ pub fn chart_values(opts: &RegistrationOptions) -> Value {
 }
 
 fn resources(opts: &RegistrationOptions) -> Value {
+    if opts.webhooks_only {
+        return json!([]);
+    }
     json!([{"kind": RESOURCE_KIND, "type": opts.provider, "primary": true}])
 }
 
@@ -147,7 +169,8 @@ pub fn controller_deployment(opts: &RegistrationOptions) -> Value {
 
 /// The `ControllerRegistration`: only `ControlPlane/<provider>`, deployed on
 /// demand (to the seeds that host such ControlPlanes) by the
-/// ControllerDeployment of the same name.
+/// ControllerDeployment of the same name; with
+/// [`RegistrationOptions::webhooks_only`] no resource, on every seed.
 pub fn controller_registration(opts: &RegistrationOptions) -> Value {
     let mut meta = metadata(opts);
     meta["annotations"] = json!({POD_SECURITY_ANNOTATION: POD_SECURITY_LEVEL});
@@ -158,7 +181,7 @@ pub fn controller_registration(opts: &RegistrationOptions) -> Value {
         "spec": {
             "resources": resources(opts),
             "deployment": {
-                "policy": "OnDemand",
+                "policy": opts.policy(),
                 "deploymentRefs": [{"name": opts.name()}],
             },
         },
@@ -184,7 +207,7 @@ pub fn operator_extension(opts: &RegistrationOptions) -> Option<Value> {
                     "helm": {"ociRepository": {"ref": reference}},
                     "values": chart_values(opts),
                     "injectGardenKubeconfig": false,
-                    "policy": "OnDemand",
+                    "policy": opts.policy(),
                 },
             },
         },
@@ -248,5 +271,11 @@ mod tests {
         assert_eq!(objects(&oci).len(), 3);
         assert!(RegistrationOptions::new("aws", "scion:1", ChartSource::Oci(" ".into())).is_err());
         assert!(RegistrationOptions::new("AWS", "scion:1", ChartSource::Inline).is_err());
+        let stage = RegistrationOptions::new("aws", "scion:1", ChartSource::Inline)
+            .unwrap()
+            .webhooks_only();
+        let cr = controller_registration(&stage);
+        assert_eq!(cr["spec"]["resources"], json!([]));
+        assert_eq!(cr["spec"]["deployment"]["policy"], "Always");
     }
 }

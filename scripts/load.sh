@@ -13,6 +13,9 @@
 #   all         the three in turn (default)
 #
 # Environment: REVIEW (default examples/reviews/aws-kube-controller-manager.json),
+# OSC_SHARE (percent of the requests that send OSC_REVIEW instead, default 0;
+# e.g. 50 for a Deployment+OperatingSystemConfig mix, interleaved evenly),
+# OSC_REVIEW (default examples/reviews/aws-operatingsystemconfig.json, 84 KB compact),
 # PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2), CONNS, DURATION,
 # RATE, SOAK_MINUTES, THREADS (load-generator threads, default 2), PACING, COMPACT
 # (default 1: the review is sent as compact JSON, as an API server sends it
@@ -31,6 +34,12 @@ set -euo pipefail
 mode="${1:-all}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 review="${REVIEW:-$root/examples/reviews/aws-kube-controller-manager.json}"
+osc_review="${OSC_REVIEW:-$root/examples/reviews/aws-operatingsystemconfig.json}"
+osc_share="${OSC_SHARE:-0}"
+if ! [[ "$osc_share" =~ ^[0-9]+$ ]] || (( osc_share > 100 )); then
+  echo "OSC_SHARE must be 0..100, got $osc_share" >&2
+  exit 2
+fi
 port="${PORT:-18443}"
 conns="${CONNS:-16}"
 duration="${DURATION:-10}"
@@ -104,14 +113,37 @@ rss() { awk '/^VmRSS|^VmHWM/ {printf "%s %s kB  ", $1, $2}' "/proc/$serve_pid/st
 # Counts answers that are not HTTP 200 with an allowed AdmissionReview.
 cat >"$work/post.lua" <<'LUA'
 local threads = {}
-local body_file = os.getenv("BODY")
 local pace = tonumber(os.getenv("PACE_MS") or "0")
-local f = assert(io.open(body_file, "rb"))
-local body = f:read("*a")
-f:close()
+local function slurp(name)
+  local f = assert(io.open(name, "rb"))
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+local body = slurp(os.getenv("BODY"))
+-- OSC_SHARE percent of the requests send the second body, spread evenly
+-- (a running sum, no randomness): 50 alternates, 25 sends every fourth.
+local share = tonumber(os.getenv("OSC_SHARE") or "0")
+local second = share > 0 and slurp(os.getenv("OSC_BODY")) or nil
 wrk.method = "POST"
 wrk.body = body
 wrk.headers["Content-Type"] = "application/json"
+if second then
+  local first_req, second_req, acc
+  function request()
+    if not first_req then
+      first_req = wrk.format("POST", nil, nil, body)
+      second_req = wrk.format("POST", nil, nil, second)
+      acc = 0
+    end
+    acc = acc + share
+    if acc >= 100 then
+      acc = acc - 100
+      return second_req
+    end
+    return first_req
+  end
+end
 
 function setup(thread) table.insert(threads, thread) end
 local jitter = os.getenv("PACING") ~= "lockstep"
@@ -150,10 +182,16 @@ else
   cp "$review" "$body"
 fi
 log "review body: $(wc -c <"$body") bytes"
+osc_body="$work/osc-review.json"
+if (( osc_share > 0 )); then
+  python3 -c 'import json,sys; json.dump(json.load(sys.stdin), sys.stdout, separators=(",", ":"))' \
+    <"$osc_review" >"$osc_body"
+  log "mix: ${osc_share}% $(basename "$osc_review") ($(wc -c <"$osc_body") bytes), the rest $(basename "$review")"
+fi
 
 # run_wrk SECONDS CONNS PACE_MS
 run_wrk() {
-  BODY="$body" PACE_MS="$3" wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
+  BODY="$body" OSC_BODY="$osc_body" OSC_SHARE="$osc_share" PACE_MS="$3" wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
     -s "$work/post.lua" "$url" | grep '^RESULT'
 }
 

@@ -62,3 +62,176 @@ fn mutate_prints_the_patch_and_explains() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("shoot--core--prod"));
 }
+
+/// Run `scion mutate --output patch` on a file of the repository with the
+/// example objects directory; the patch and stderr.
+fn mutate_example(provider: &str, file: &str, extra: &[&str]) -> (serde_json::Value, String) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", provider, "--objects-dir"])
+        .arg(format!("{root}/examples/objects"))
+        .arg("-f")
+        .arg(format!("{root}/{file}"))
+        .args(["--output", "patch"])
+        .args(extra)
+        .env_remove("SCION_ETCD_STORAGE_CLASS")
+        .env_remove("SCION_ETCD_STORAGE_CAPACITY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{provider} {file}: {stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
+#[test]
+fn mutate_takes_an_osc_a_cloudprovider_secret_and_an_etcd_of_every_provider() {
+    for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
+        let (patch, stderr) = mutate_example(
+            provider,
+            &format!("examples/osc/{provider}-original.json"),
+            &["--explain"],
+        );
+        assert!(
+            patch.to_string().contains("--cloud-provider=external"),
+            "{provider}: {patch}"
+        );
+        assert!(
+            stderr.contains("component operatingsystemconfig")
+                && stderr.contains("matched osc-kubelet-external-cloud-provider"),
+            "{provider}: {stderr}"
+        );
+        let (patch, _) = mutate_example(
+            provider,
+            &format!("examples/etcd/{provider}-etcd-main.json"),
+            &[],
+        );
+        // The chart's class; gardenlet's 25Gi is the chart's capacity but on
+        // azure (33Gi).
+        let mut expected = Vec::new();
+        if provider == "azure" {
+            expected.push(serde_json::json!({"op": "replace", "path": "/spec/storageCapacity", "value": "33Gi"}));
+        }
+        expected.push(
+            serde_json::json!({"op": "add", "path": "/spec/storageClass", "value": "gardener.cloud-fast"}),
+        );
+        assert_eq!(patch, serde_json::Value::from(expected), "{provider}");
+    }
+    // The Secret manifest's stringData is folded into data first, as the API
+    // server does: AWS's credentialsFile from the example keys.
+    let (patch, _) = mutate_example("aws", "examples/objects/aws/secret-cloudprovider.yaml", &[]);
+    assert_eq!(patch[0]["path"], "/data/credentialsFile");
+    let file = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        patch[0]["value"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(file).unwrap(),
+        "[default]\naws_access_key_id=AKIAEXAMPLEFAKE00001\naws_secret_access_key=fake/Secret/Access/Key/for/scion/examples00\nregion=eu-west-1"
+    );
+}
+
+#[test]
+fn etcd_storage_flags_and_their_env_twins_override_the_chart_defaults() {
+    let (patch, _) = mutate_example(
+        "aws",
+        "examples/etcd/aws-etcd-main.json",
+        &[
+            "--etcd-storage-class",
+            "gp3",
+            "--etcd-storage-capacity",
+            "40Gi",
+        ],
+    );
+    assert_eq!(
+        patch,
+        serde_json::json!([
+            {"op": "replace", "path": "/spec/storageCapacity", "value": "40Gi"},
+            {"op": "add", "path": "/spec/storageClass", "value": "gp3"},
+        ])
+    );
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "gcp", "--objects-dir"])
+        .arg(format!("{root}/examples/objects"))
+        .arg("-f")
+        .arg(format!("{root}/examples/etcd/gcp-etcd-main.json"))
+        .args(["--output", "json"])
+        .env("SCION_ETCD_STORAGE_CLASS", "")
+        .env("SCION_ETCD_STORAGE_CAPACITY", "")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let etcd: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Both unset: GCP's fallback.
+    assert_eq!(
+        (
+            &etcd["spec"]["storageClass"],
+            &etcd["spec"]["storageCapacity"]
+        ),
+        (&serde_json::json!(""), &serde_json::json!("10Gi"))
+    );
+}
+
+#[test]
+fn mutate_takes_an_osc_review_and_answers_like_the_server() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let object: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{root}/examples/osc/gcp-original.json")).unwrap(),
+    )
+    .unwrap();
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "operation": "UPDATE",
+            "kind": {"group": "extensions.gardener.cloud", "version": "v1alpha1", "kind": "OperatingSystemConfig"},
+            "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"],
+            "object": object}});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("review.json");
+    std::fs::write(&path, review.to_string()).unwrap();
+    let from_review = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "gcp", "--objects-dir"])
+        .arg(format!("{root}/examples/objects"))
+        .arg("-f")
+        .arg(&path)
+        .args(["--output", "patch"])
+        .output()
+        .unwrap();
+    assert!(from_review.status.success());
+    let (from_object, _) = mutate_example("gcp", "examples/osc/gcp-original.json", &[]);
+    let from_review: serde_json::Value = serde_json::from_slice(&from_review.stdout).unwrap();
+    assert_eq!(from_review, from_object);
+    assert!(
+        from_object
+            .to_string()
+            .contains("google-guest-agent.service"),
+        "{from_object}"
+    );
+
+    // A broken kubelet unit: denied, naming the object, the unit and the cause.
+    let mut broken = object.clone();
+    for unit in broken["spec"]["units"].as_array_mut().unwrap() {
+        if unit["name"] == "kubelet.service" {
+            unit["content"] = serde_json::json!("[Service\nExecStart=/opt/bin/kubelet");
+        }
+    }
+    std::fs::write(&path, broken.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "gcp", "--objects-dir"])
+        .arg(format!("{root}/examples/objects"))
+        .arg("-f")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("OperatingSystemConfig shoot--dev--gcp/")
+            && stderr.contains("unit kubelet.service: could not deserialize"),
+        "{stderr}"
+    );
+}

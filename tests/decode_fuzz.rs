@@ -2,8 +2,9 @@
 //! `AdmissionRequest::from_review_bytes_within` (the engine's reach) → `WebhookMutator` → patch →
 //! `AdmissionResponse` bytes, the same steps the `/controlplane` handler takes.
 //!
-//! Inputs are the recorded fixtures (tests/fixtures/admission/*.review.json and
-//! examples/reviews/) mutated structure-aware (a field replaced by every wrong
+//! Inputs are the recorded fixtures (tests/fixtures/admission/*.review.json,
+//! examples/reviews/, and every provider's OperatingSystemConfig, Etcds and
+//! `cloudprovider` Secret from examples/) mutated structure-aware (a field replaced by every wrong
 //! type, removed, a huge string, deep nesting) and byte-wise (truncation, flips,
 //! insertions), plus arbitrary bytes. Every case must finish (watchdog), must
 //! not panic, and must yield either a named parse error or a well-formed
@@ -56,34 +57,57 @@ fn load_seeds() -> Vec<Seed> {
         body: example,
         mutator,
     });
-    // The recorded OperatingSystemConfigs of every provider, with their
-    // example shoots: units, b64 kubelet configuration and sysctl text
-    // garbled like any other field.
+    // Every provider's recorded OperatingSystemConfig (units, b64 kubelet
+    // configuration and sysctl text garbled like any other field), Etcds and
+    // example `cloudprovider` Secret (stringData folded into data, as the API
+    // server hands it over), with the provider's example shoot.
     for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
-        let (objects, _) =
-            scion::state::ObjectsDir::load(root.join("examples/objects").join(provider)).unwrap();
-        let mutator = WebhookMutator::new(
-            scion::mutation::Engine::new(scion::profile::Profile::builtin(provider).unwrap()),
-            std::sync::Arc::new(objects),
-        );
-        let object: Value = serde_json::from_slice(
-            &fs::read(root.join(format!("examples/osc/{provider}-original.json"))).unwrap(),
-        )
-        .unwrap();
-        let body = serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": format!("osc-{provider}"),
-                "kind": {"group": "extensions.gardener.cloud", "version": "v1alpha1", "kind": "OperatingSystemConfig"},
-                "name": object["metadata"]["name"],
-                "namespace": object["metadata"]["namespace"],
-                "operation": "UPDATE",
-                "object": object,
-            }
-        }))
-        .unwrap();
-        seeds.push(Seed { body, mutator });
+        let mutator = support::mutation::example_mutator(provider);
+        let read = |path: String| -> Value {
+            serde_json::from_slice(&fs::read(root.join(path)).unwrap()).unwrap()
+        };
+        let objects = [
+            (
+                read(format!("examples/osc/{provider}-original.json")),
+                "UPDATE",
+            ),
+            (
+                support::mutation::example_cloudprovider_secret(provider),
+                "CREATE",
+            ),
+            (
+                read(format!("examples/etcd/{provider}-etcd-main.json")),
+                "CREATE",
+            ),
+            (
+                read(format!("examples/etcd/{provider}-etcd-events.json")),
+                "CREATE",
+            ),
+        ];
+        for (object, operation) in objects {
+            let (group, version) = object["apiVersion"]
+                .as_str()
+                .unwrap()
+                .rsplit_once('/')
+                .unwrap_or(("", "v1"));
+            let body = serde_json::to_vec(&json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": format!("{provider}-{}", object["metadata"]["name"].as_str().unwrap()),
+                    "kind": {"group": group, "version": version, "kind": object["kind"]},
+                    "name": object["metadata"]["name"],
+                    "namespace": object["metadata"]["namespace"],
+                    "operation": operation,
+                    "object": object,
+                }
+            }))
+            .unwrap();
+            seeds.push(Seed {
+                body,
+                mutator: mutator.clone(),
+            });
+        }
     }
     seeds
 }
@@ -338,6 +362,8 @@ proptest! {
 fn unmodified_seeds_give_patches_and_denials() {
     let mut patched = 0;
     let mut osc_patched = 0;
+    let mut etcd_patched = 0;
+    let mut secret_patched = Vec::new();
     let mut denied = Vec::new();
     for seed in seeds() {
         let (request, bytes) = answer(&seed.mutator, &seed.body).unwrap();
@@ -345,8 +371,11 @@ fn unmodified_seeds_give_patches_and_denials() {
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         if v["response"].get("patch").is_some() {
             patched += 1;
-            if request.kind.kind == "OperatingSystemConfig" {
-                osc_patched += 1;
+            match request.kind.kind.as_str() {
+                "OperatingSystemConfig" => osc_patched += 1,
+                "Etcd" => etcd_patched += 1,
+                "Secret" => secret_patched.push(request.namespace.clone()),
+                _ => {}
             }
         }
         if v["response"]["allowed"] == false {
@@ -355,6 +384,16 @@ fn unmodified_seeds_give_patches_and_denials() {
     }
     assert!(patched >= 10, "only {patched} patches");
     assert_eq!(osc_patched, 5, "every provider's OSC is patched");
+    assert_eq!(etcd_patched, 10, "every provider's main and events Etcd");
+    // Azure's Secret has its clientSecret, GCP's is static: unchanged.
+    assert_eq!(
+        secret_patched,
+        [
+            "shoot--dev--alicloud",
+            "shoot--dev--aws",
+            "shoot--dev--openstack"
+        ]
+    );
     assert_eq!(denied.len(), 1, "{denied:?}");
     assert_eq!(denied[0]["code"], 403);
     assert!(

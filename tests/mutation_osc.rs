@@ -451,13 +451,7 @@ fn bad_input_is_denied_naming_the_object_the_unit_or_file_and_the_cause() {
 fn the_recorded_example_oscs_are_mutated_once_and_stay_put() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
-        let (objects, problems) =
-            scion::state::ObjectsDir::load(root.join("examples/objects").join(provider)).unwrap();
-        assert!(problems.is_empty(), "{problems:?}");
-        let m = WebhookMutator::new(
-            scion::mutation::Engine::new(scion::profile::Profile::builtin(provider).unwrap()),
-            std::sync::Arc::new(objects),
-        );
+        let m = support::mutation::example_mutator(provider);
         let text =
             std::fs::read_to_string(root.join(format!("examples/osc/{provider}-original.json")))
                 .unwrap();
@@ -486,4 +480,22 @@ fn the_recorded_example_oscs_are_mutated_once_and_stay_put() {
             "{provider} -init"
         );
     }
+}
+
+/// The recorded review (examples/reviews/aws-operatingsystemconfig.json):
+/// gardenlet's UPDATE overwrites the stored, mutated OSC with its own spec;
+/// the webhook's answer turns it back into exactly the stored spec, so no
+/// byte on the nodes changes and no kubelet restarts.
+#[test]
+fn gardenlets_update_of_a_mutated_osc_comes_back_to_the_stored_bytes() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let m = support::mutation::example_mutator("aws");
+    let body = std::fs::read(root.join("examples/reviews/aws-operatingsystemconfig.json")).unwrap();
+    let req = scion::decode::whole(&body).unwrap();
+    let verdict = run(&m, &req).unwrap();
+    let (_, patched) = support::mutation::patch_and_apply(&req, &verdict);
+    let stored: Value =
+        serde_json::from_slice::<Value>(&body).unwrap()["request"]["oldObject"].clone();
+    assert_ne!(req.object.as_ref().unwrap()["spec"], stored["spec"]);
+    assert_eq!(patched["spec"], stored["spec"]);
 }

@@ -2,7 +2,8 @@
 //! server's path (`WebhookMutator` over a `Snapshot`) for all five
 //! providers: which keys, when, what wins (reference §1.7), storage class and
 //! capacity per provider and configuration, AWS's old volume, GCP's backup
-//! endpoint (§1.8), and the denials.
+//! endpoint (§1.8), the denials, and the recorded example objects of every
+//! provider.
 
 mod support;
 
@@ -276,4 +277,67 @@ fn aws_keeps_the_old_volume_openstack_denies_gcp_reads_the_bucket() {
     );
     let err = stored(&gcp, &etcd("etcd-main", json!({"storageClass": 7})), None).unwrap_err();
     assert!(err.starts_with("400 Etcd"), "{err}");
+}
+
+/// The recorded example objects of every provider (examples/etcd/,
+/// examples/objects/<p>/ with its Cluster): what changes, and a second pass
+/// over the result changes nothing.
+#[test]
+fn the_recorded_examples_of_every_provider_are_mutated_once_and_stay_put() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (provider, main_capacity, events_capacity, secret_keys) in [
+        ("alicloud", "25Gi", "20Gi", &["credentialsFile"][..]),
+        ("aws", "25Gi", "10Gi", &["credentialsFile"][..]),
+        ("azure", "33Gi", "10Gi", &[][..]),
+        ("gcp", "25Gi", "10Gi", &[][..]),
+        ("openstack", "25Gi", "10Gi", &["authURL"][..]),
+    ] {
+        let m = support::mutation::example_mutator(provider);
+        for (role, capacity, class) in [
+            ("main", main_capacity, "gardener.cloud-fast"),
+            ("events", events_capacity, ""),
+        ] {
+            let text = std::fs::read_to_string(
+                root.join(format!("examples/etcd/{provider}-etcd-{role}.json")),
+            )
+            .unwrap();
+            let input: Value = serde_json::from_str(&text).unwrap();
+            let out = stored(&m, &input, None).unwrap();
+            assert_eq!(
+                (
+                    &out["spec"]["storageClass"],
+                    &out["spec"]["storageCapacity"]
+                ),
+                (&json!(class), &json!(capacity)),
+                "{provider} {role}"
+            );
+            let mut rest = out.clone();
+            rest["spec"]["storageClass"] = input["spec"]["storageClass"].clone();
+            rest["spec"]["storageCapacity"] = input["spec"]["storageCapacity"].clone();
+            if input["spec"].get("storageClass").is_none() {
+                rest["spec"].as_object_mut().unwrap().remove("storageClass");
+            }
+            assert_eq!(rest, input, "{provider} {role}: nothing else changes");
+            assert_eq!(
+                run(&m, &review(&out, Some(&out))),
+                Ok(Verdict::Unchanged),
+                "{provider} {role}: a second pass"
+            );
+        }
+        let secret = support::mutation::example_cloudprovider_secret(provider);
+        let out = stored(&m, &secret, None).unwrap();
+        let added: Vec<&str> = out["data"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| secret["data"].get(k.as_str()).is_none())
+            .map(String::as_str)
+            .collect();
+        assert_eq!(added, secret_keys, "{provider}");
+        assert_eq!(
+            run(&m, &review(&out, None)),
+            Ok(Verdict::Unchanged),
+            "{provider} Secret: a second pass"
+        );
+    }
 }

@@ -7,10 +7,24 @@ of the pool `worker-general` of each example shoot in examples/objects/.
 The kubelet unit is gardenlet's (no blank lines between sections, no final
 newline, one flag per continuation line), the kubelet configuration the
 b64 YAML sigs.k8s.io/yaml writes, the sysctl file gardenlet's defaults
-sorted by key. Run from the repository root: python3 examples/osc/generate.py
+sorted by key. The other components gardenlet adds to every `-original` OSC
+(root certificates, journald, sshd ensurer, valitail, the SSH user) are there
+with gardenlet's paths, unit names, encodings, permissions and commands, so
+that the object has the size and shape of a real one (about 30 KB, most of it
+base64): their contents, which scion never reads, are stand-ins of about the
+real size (certificates are pseudo-random PEM, scripts are comments).
+
+It also writes examples/reviews/aws-operatingsystemconfig.json: gardenlet's
+UPDATE of the aws `-original` OSC as the API server sends it to the webhook,
+whose `oldObject` is the OSC as stored after the webhook's previous pass
+(computed with `scion mutate`, so build scion first). Run from the
+repository root: python3 examples/osc/generate.py
 """
 import base64
+import copy
+import hashlib
 import json
+import subprocess
 
 PROVIDERS = {
     "alicloud": ("shoot--dev--alicloud", "1.33.4"),
@@ -165,6 +179,60 @@ def b64(text):
     return base64.b64encode(text.encode()).decode()
 
 
+def pem(label, count, lines=19):
+    """`count` stand-in PEM certificates (deterministic pseudo-random DER)."""
+    out = []
+    for i in range(count):
+        seed = hashlib.sha256(f"{label}-{i}".encode()).digest()
+        der = b""
+        while len(der) < lines * 48:
+            seed = hashlib.sha256(seed).digest()
+            der += seed
+        text = base64.b64encode(der[: lines * 48]).decode()
+        body = "\n".join(text[j:j + 64] for j in range(0, len(text), 64))
+        out.append(f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
+    return "".join(out)
+
+
+def script(name, lines):
+    """A stand-in shell script of about the real size."""
+    return "#!/bin/bash\n" + "".join(f"# {name}: step {i} of the real script\n" for i in range(lines))
+
+
+def gardenlet_components():
+    """Units and files of gardenlet's other OSC components (stand-in contents)."""
+    roots = pem("root", 4)
+    units = [
+        {"name": "updatecacerts.service", "command": "start",
+         "content": "[Unit]\nDescription=Update local certificate authorities\n# Since other services depend on the certificate store run this early\nDefaultDependencies=no\nWants=systemd-tmpfiles-setup.service clean-ca-certificates.service\nAfter=systemd-tmpfiles-setup.service clean-ca-certificates.service\nBefore=sysinit.target\n[Service]\nType=oneshot\nExecStart=/var/lib/ssl/update-local-ca-certificates.sh\nRemainAfterExit=yes\n[Install]\nWantedBy=multi-user.target",
+         "filePaths": ["/var/lib/ca-certificates-local/ROOTcerts.crt", "/etc/pki/trust/anchors/ROOTcerts.pem", "/var/lib/ssl/update-local-ca-certificates.sh"]},
+        {"name": "systemd-journald.service", "command": "restart", "filePaths": ["/etc/systemd/journald.conf"]},
+        {"name": "sshd-ensurer.service", "command": "start", "enable": True,
+         "content": "[Unit]\nDescription=Ensure SSHD service is enabled or disabled\nDefaultDependencies=no\n[Service]\nType=simple\nRestart=always\nRestartSec=15\nExecStart=/var/lib/sshd-ensurer/run.sh\n[Install]\nWantedBy=multi-user.target",
+         "filePaths": ["/var/lib/sshd-ensurer/run.sh"]},
+        {"name": "valitail.service", "command": "start", "enable": True,
+         "content": "[Unit]\nDescription=valitail daemon\nDocumentation=https://github.com/credativ/plutono\n[Install]\nWantedBy=multi-user.target\n[Service]\nCPUAccounting=yes\nMemoryAccounting=yes\nCPUQuota=3%\nCPUQuotaPeriodSec=1000ms\nMemoryMin=29M\nMemoryHigh=400M\nMemoryMax=800M\nMemorySwapMax=0\nRestart=always\nRestartSec=5\nEnvironmentFile=/etc/environment\nExecStartPre=/bin/sh -c \"systemctl set-environment HOSTNAME=$(hostname | tr [:upper:] [:lower:])\"\nExecStartPre=/bin/sh -c \"test -s /var/lib/valitail/auth-token\"\nExecStart=/opt/bin/valitail -config.file=/var/lib/valitail/config/config",
+         "filePaths": ["/var/lib/valitail/config/config", "/var/lib/valitail/ca.crt", "/opt/bin/valitail"]},
+        {"name": "gardener-user.service", "enable": True,
+         "content": "[Unit]\nDescription=Configure gardener user\nAfter=sshd.service\n[Service]\nRestart=on-failure\nEnvironmentFile=/etc/environment\nExecStart=/var/lib/gardener-user/run.sh\n"},
+        {"name": "gardener-user.path", "command": "start", "enable": True,
+         "content": "[Path]\nPathChanged=/var/lib/gardener-user-ssh.key\n[Install]\nWantedBy=multi-user.target\n"},
+    ]
+    files = [
+        {"path": "/var/lib/ca-certificates-local/ROOTcerts.crt", "permissions": 420, "content": {"inline": {"encoding": "b64", "data": b64(roots)}}},
+        {"path": "/etc/pki/trust/anchors/ROOTcerts.pem", "permissions": 420, "content": {"inline": {"encoding": "b64", "data": b64(roots)}}},
+        {"path": "/var/lib/ssl/update-local-ca-certificates.sh", "permissions": 484, "content": {"inline": {"encoding": "b64", "data": b64(script("update-local-ca-certificates", 40))}}},
+        {"path": "/etc/systemd/journald.conf", "permissions": 420, "content": {"inline": {"encoding": "", "data": "[Journal]\nSystemMaxUse=400M\nSystemMaxFileSize=200M\nMaxRetentionSec=14day\n"}}},
+        {"path": "/var/lib/sshd-ensurer/run.sh", "permissions": 493, "content": {"inline": {"encoding": "b64", "data": b64(script("enable-sshd", 30))}}},
+        {"path": "/opt/bin/valitail", "permissions": 493, "content": {"imageRef": {"image": "europe-docker.pkg.dev/gardener-project/releases/gardener/valitail:v2.2.28", "filePathInImage": "/usr/bin/valitail"}}},
+        {"path": "/var/lib/valitail/config/config", "permissions": 420, "content": {"inline": {"encoding": "b64", "data": b64("server:\n  disable: true\n" + "".join(f"# valitail scrape config line {i}\n" for i in range(70)))}}},
+        {"path": "/var/lib/valitail/ca.crt", "permissions": 420, "content": {"inline": {"encoding": "b64", "data": b64(pem("valitail-ca", 1))}}},
+        {"path": "/var/lib/gardener-user-authorized-keys", "permissions": 420, "content": {"inline": {"encoding": "b64", "data": b64("".join(f"ssh-ed25519 {base64.b64encode(hashlib.sha256(f'key-{i}'.encode()).digest()).decode()} gardener-{i}\n" for i in range(2)))}}},
+        {"path": "/var/lib/gardener-user/run.sh", "permissions": 493, "content": {"inline": {"encoding": "b64", "data": b64(script("gardener-user", 45))}}},
+    ]
+    return units, files
+
+
 def osc(provider, namespace, version, purpose):
     key = f"gardener-node-agent-{POOL}-77ac3"
     name = f"{key}-{'original' if purpose == 'reconcile' else 'init'}"
@@ -184,6 +252,9 @@ def osc(provider, namespace, version, purpose):
         {"path": "/etc/containerd/config.toml", "permissions": 420, "content": {"inline": {"encoding": "b64", "data": b64("version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n" + "# containerd settings\n" * 40)}}},
         {"path": "/var/lib/gardener-node-agent/config/config.yaml", "permissions": 384, "content": {"inline": {"encoding": "b64", "data": b64("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n" + "# node agent\n" * 60)}}},
     ]
+    extra_units, extra_files = gardenlet_components()
+    units += extra_units
+    files += extra_files
     return {
         "apiVersion": "extensions.gardener.cloud/v1alpha1",
         "kind": "OperatingSystemConfig",
@@ -211,3 +282,45 @@ for provider, (namespace, version) in PROVIDERS.items():
         with open(f"examples/osc/{provider}-{suffix}.json", "w") as out:
             json.dump(osc(provider, namespace, version, purpose), out, indent=2, sort_keys=True)
             out.write("\n")
+
+
+def review():
+    """gardenlet's UPDATE of the aws `-original` OSC, with the stored object."""
+    with open("examples/osc/aws-original.json") as f:
+        new = json.load(f)
+    stored = json.loads(subprocess.run(
+        ["cargo", "run", "-q", "--", "mutate", "--provider", "aws", "--objects-dir", "examples/objects",
+         "-f", "examples/osc/aws-original.json", "--output", "json"],
+        check=True, capture_output=True, text=True).stdout)
+    meta = {"uid": "5b0f6e2a-8c3d-4f1e-a7b9-2d4c6e8f0a13", "resourceVersion": "48213377", "generation": 7,
+            "creationTimestamp": "2026-08-01T08:00:00Z"}
+    new["metadata"].update(meta)
+    old = copy.deepcopy(stored)
+    old["metadata"].update(meta)
+    old["metadata"]["annotations"]["gardener.cloud/timestamp"] = "2026-08-21T09:12:13.123456789Z"
+    group = {"group": "extensions.gardener.cloud", "version": "v1alpha1"}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+            "kind": {**group, "kind": "OperatingSystemConfig"},
+            "resource": {**group, "resource": "operatingsystemconfigs"},
+            "requestKind": {**group, "kind": "OperatingSystemConfig"},
+            "requestResource": {**group, "resource": "operatingsystemconfigs"},
+            "name": new["metadata"]["name"],
+            "namespace": new["metadata"]["namespace"],
+            "operation": "UPDATE",
+            "userInfo": {"username": "system:serviceaccount:garden:gardenlet", "uid": "c3a1e7d2-4b6f-4e0a-9d8c-1a2b3c4d5e6f",
+                         "groups": ["system:serviceaccounts", "system:serviceaccounts:garden", "system:authenticated"]},
+            "object": new,
+            "oldObject": old,
+            "dryRun": False,
+            "options": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "gardenlet"},
+        },
+    }
+
+
+with open("examples/reviews/aws-operatingsystemconfig.json", "w") as out:
+    json.dump(review(), out, indent=2)
+    out.write("\n")

@@ -165,9 +165,11 @@ fn read_input(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("could not read {}", path.display()))
 }
 
-/// An AdmissionReview as sent, or a bare manifest turned into an UPDATE request.
+/// An AdmissionReview as sent, or a bare manifest turned into an UPDATE request
+/// (a Secret's `stringData` folded into `data` first, as the API server does
+/// before admission).
 pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
-    let value: Value = serde_saphyr::from_str(text)?;
+    let mut value: Value = serde_saphyr::from_str(text)?;
     if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
         return Ok(crate::decode::whole(&serde_json::to_vec(&value)?)?);
     }
@@ -183,7 +185,9 @@ pub fn request_for_object(value: Value) -> anyhow::Result<AdmissionRequest> {
     ) else {
         bail!("a manifest needs apiVersion and kind");
     };
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let api_version = api_version.to_string();
+    crate::state::fold_string_data(&mut value).map_err(|e| anyhow::anyhow!("Secret: {e}"))?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
     let meta = |key: &str| {
         value
             .pointer(&format!("/metadata/{key}"))

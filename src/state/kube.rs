@@ -170,14 +170,7 @@ impl KubeState {
             name: name.to_string(),
             reason,
         };
-        match tokio::time::timeout(self.options.get_timeout, request).await {
-            Ok(Ok(found)) => Ok(found),
-            Ok(Err(e)) => Err(error(describe(&e))),
-            Err(_) => Err(error(format!(
-                "no answer from the API server within {:?}",
-                self.options.get_timeout
-            ))),
-        }
+        self.within(request, error).await
     }
 
     /// A live LIST of the objects of `kind` labelled `label` in all
@@ -207,14 +200,7 @@ impl KubeState {
             name: format!("{}={}", label.0, label.1),
             reason,
         };
-        match tokio::time::timeout(self.options.get_timeout, request).await {
-            Ok(Ok(found)) => Ok(found),
-            Ok(Err(e)) => Err(error(describe(&e))),
-            Err(_) => Err(error(format!(
-                "no answer from the API server within {:?}",
-                self.options.get_timeout
-            ))),
-        }
+        self.within(request, error).await
     }
 
     /// A live GET of a cluster-scoped BackupBucket: its `spec.providerConfig`.
@@ -234,13 +220,24 @@ impl KubeState {
             name: name.to_string(),
             reason,
         };
-        match tokio::time::timeout(self.options.get_timeout, api.get_opt(name)).await {
-            Ok(Ok(found)) => Ok(found.map(|b| {
-                b.data
-                    .pointer("/spec/providerConfig")
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Null)
-            })),
+        let found = self.within(api.get_opt(name), error).await?;
+        Ok(found.map(|b| {
+            b.data
+                .pointer("/spec/providerConfig")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null)
+        }))
+    }
+
+    /// One API call bounded by the GET timeout; its error or the timeout
+    /// described by `error`.
+    async fn within<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+        error: impl Fn(String) -> StateError,
+    ) -> Result<T, StateError> {
+        match tokio::time::timeout(self.options.get_timeout, request).await {
+            Ok(Ok(found)) => Ok(found),
             Ok(Err(e)) => Err(error(describe(&e))),
             Err(_) => Err(error(format!(
                 "no answer from the API server within {:?}",

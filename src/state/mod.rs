@@ -11,7 +11,7 @@ mod watch;
 
 pub use files::LoadProblem;
 pub use kube::{KubeState, KubeStateOptions};
-pub use objects::{DecodedObject, Document, decode_object};
+pub use objects::{DecodedObject, Document, decode_object, fold_string_data};
 pub use objects_dir::{MAX_FILE_BYTES, ObjectsDir, ObjectsDirError};
 pub use snapshot::Snapshot;
 pub use watch::DEFAULT_DEBOUNCE;

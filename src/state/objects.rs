@@ -405,10 +405,56 @@ fn secret_data(object: &Value) -> Result<Option<BTreeMap<String, Vec<u8>>>, Stri
     Ok(Some(out))
 }
 
+/// A Secret manifest as the API server hands it to admission webhooks:
+/// `stringData` written over `data` (base64) and removed. Other objects, and a
+/// Secret without `stringData`, are left as they are.
+pub fn fold_string_data(object: &mut Value) -> Result<(), String> {
+    let is_secret = object.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && object.get("kind").and_then(Value::as_str) == Some("Secret");
+    if !is_secret || object.get("stringData").is_none() {
+        return Ok(());
+    }
+    let data = secret_data(object)?.unwrap_or_default();
+    let encoded: Map<String, Value> = data
+        .into_iter()
+        .map(|(k, v)| {
+            let text = base64::engine::general_purpose::STANDARD.encode(v);
+            (k, Value::String(text))
+        })
+        .collect();
+    if let Some(map) = object.as_object_mut() {
+        map.remove("stringData");
+        map.insert("data".into(), Value::Object(encoded));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn string_data_is_folded_into_data_as_the_api_server_does() {
+        let mut secret = json!({"apiVersion": "v1", "kind": "Secret",
+            "data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "z", "c": "w"}});
+        fold_string_data(&mut secret).unwrap();
+        assert_eq!(
+            secret,
+            json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": "eA==", "b": "eg==", "c": "dw=="}})
+        );
+        let mut config_map =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "stringData": {"b": "z"}});
+        let before = config_map.clone();
+        fold_string_data(&mut config_map).unwrap();
+        assert_eq!(config_map, before);
+        let mut bad = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"b": 1}});
+        assert!(
+            fold_string_data(&mut bad)
+                .unwrap_err()
+                .contains("stringData.b")
+        );
+    }
 
     fn document(value: &Value) -> Document {
         serde_json::from_str(&value.to_string()).unwrap()

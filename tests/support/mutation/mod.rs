@@ -171,3 +171,38 @@ pub fn patch_and_apply(request: &AdmissionRequest, verdict: &Verdict) -> (Value,
         }
     }
 }
+
+/// The mutator `scion serve --provider <provider> --objects-dir
+/// examples/objects/<provider>` runs: the built-in profile over the example
+/// Cluster, Secrets and ConfigMaps (which must load without problems).
+pub fn example_mutator(provider: &str) -> WebhookMutator {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/objects")
+        .join(provider);
+    let (objects, problems) = scion::state::ObjectsDir::load(dir).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    WebhookMutator::new(
+        Engine::new(Profile::builtin(provider).unwrap()),
+        Arc::new(objects),
+    )
+}
+
+/// A Secret manifest of examples/ (the first document of the file) as the
+/// API server hands it to a webhook: `stringData` folded into `data`.
+pub fn example_secret(path: &str) -> Value {
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap();
+    let mut secret: Value = serde_saphyr::from_str(text.split("\n---\n").next().unwrap()).unwrap();
+    scion::state::fold_string_data(&mut secret).unwrap();
+    secret
+}
+
+/// The `cloudprovider` Secret of a provider's example objects.
+pub fn example_cloudprovider_secret(provider: &str) -> Value {
+    let file = if provider == "openstack" {
+        "secrets.yaml"
+    } else {
+        "secret-cloudprovider.yaml"
+    };
+    example_secret(&format!("examples/objects/{provider}/{file}"))
+}

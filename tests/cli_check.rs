@@ -81,12 +81,15 @@ fn list(kind: &str, items: Vec<Value>) -> Value {
     json!({"kind": format!("{kind}List"), "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items})
 }
 
+/// The requests the fake saw: method, path, query.
+type Seen = Arc<Mutex<Vec<(Method, String, String)>>>;
+
 /// Serve GETs from `objects` by path, LISTs of namespaced collections from
 /// `lists`, hold watches open; record every request.
 fn fake_api(
     objects: BTreeMap<String, Value>,
     lists: BTreeMap<String, Value>,
-) -> (kube::Client, Arc<Mutex<Vec<(Method, String, String)>>>) {
+) -> (kube::Client, Seen) {
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();

@@ -335,7 +335,7 @@ fn restricted_violations(pod: &Value) -> Vec<String> {
     let spec = &pod["spec"];
     for host in ["hostNetwork", "hostPID", "hostIPC"] {
         if spec[host] == true {
-            v.push(format!("{host}"));
+            v.push(host.to_string());
         }
     }
     for vol in spec["volumes"].as_array().into_iter().flatten() {

@@ -169,7 +169,7 @@ fn read_input(path: &Path) -> anyhow::Result<String> {
 /// (a Secret's `stringData` folded into `data` first, as the API server does
 /// before admission).
 pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
-    let mut value: Value = serde_saphyr::from_str(text)?;
+    let value: Value = serde_saphyr::from_str(text)?;
     if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
         return Ok(crate::decode::whole(&serde_json::to_vec(&value)?)?);
     }
@@ -178,7 +178,7 @@ pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
 
 /// The UPDATE request the API server would send for `value`, a manifest with
 /// apiVersion and kind (`scion check` audits live objects this way).
-pub fn request_for_object(value: Value) -> anyhow::Result<AdmissionRequest> {
+pub fn request_for_object(mut value: Value) -> anyhow::Result<AdmissionRequest> {
     let (Some(api_version), Some(_)) = (
         value.get("apiVersion").and_then(Value::as_str),
         value.get("kind").and_then(Value::as_str),

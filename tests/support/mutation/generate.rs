@@ -225,9 +225,7 @@ pub fn extras_strategy() -> impl Strategy<Value = Extras> {
 pub fn unknown_parent(target: &Target, depth: usize) -> &'static str {
     if target.is_secret() {
         ["", "/metadata", "", "/metadata", "", ""][depth % 6]
-    } else if target.is_etcd() {
-        ["", "/metadata", "/spec", "/spec", "", "/metadata"][depth % 6]
-    } else if target.is_osc() {
+    } else if target.is_etcd() || target.is_osc() {
         ["", "/metadata", "/spec", "/spec", "", "/metadata"][depth % 6]
     } else if target.is_vpa() {
         [
@@ -350,7 +348,7 @@ pub fn object(target: &Target, extras: &Extras) -> Value {
             "metadata": {"name": "cloudprovider", "namespace": NS, "labels": labels},
             "data": data})
     } else if target.is_etcd() {
-        let name = if extras.position % 2 == 0 {
+        let name = if extras.position.is_multiple_of(2) {
             "etcd-main"
         } else {
             "etcd-events"

@@ -5,6 +5,8 @@
 //! LIST/WATCH, and each is allowed by the read-only ClusterRole
 //! `scion check --print-rbac` prints.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -14,11 +16,12 @@ use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use scion::cli::check::{Verdict, check_seed};
 use scion::deploy::Extension;
-use scion::deploy::rbac::{self, ResourceRequest, check_cluster_role};
+use scion::deploy::rbac::{self, check_cluster_role};
 use scion::mutation::{Engine, Outcome, mutate_request};
 use scion::profile::Profile;
 use scion::state::ObjectsDir;
 use serde_json::{Value, json};
+use support::deploy::{json_response, rbac_request};
 
 const MATCHING: &str = "shoot--dev--aws";
 const DIFFERING: &str = "shoot--dev--awsb";
@@ -69,14 +72,6 @@ async fn mutated(engine: &Engine, object: &Value) -> Value {
     }
 }
 
-fn respond(status: StatusCode, body: &Value) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap()
-}
-
 fn list(kind: &str, items: Vec<Value>) -> Value {
     json!({"kind": format!("{kind}List"), "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items})
 }
@@ -109,9 +104,9 @@ fn fake_api(
             let answer = objects
                 .get(&path)
                 .or_else(|| lists.get(&path))
-                .map(|v| respond(StatusCode::OK, v))
+                .map(|v| json_response(StatusCode::OK, v))
                 .unwrap_or_else(|| {
-                    respond(
+                    json_response(
                         StatusCode::NOT_FOUND,
                         &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                 "reason": "NotFound", "code": 404, "message": format!("{path} not found")}),
@@ -247,30 +242,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
     assert!(seen.len() > 5, "{seen:?}");
     for (method, path, query) in seen {
         assert_eq!(method, Method::GET, "{path}");
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let (group, rest) = match segments.as_slice() {
-            ["api", _, rest @ ..] => ("", rest),
-            ["apis", group, _, rest @ ..] => (*group, rest),
-            _ => panic!("{path}"),
-        };
-        let (resource, name) = match rest {
-            [resource] => (*resource, None),
-            ["namespaces", _, resource] => (*resource, None),
-            ["namespaces", _, resource, name] => (*resource, Some(*name)),
-            [resource, name] => (*resource, Some(*name)),
-            _ => panic!("{path}"),
-        };
-        let verb = match (name, query.contains("watch=true")) {
-            (Some(_), _) => "get",
-            (None, true) => "watch",
-            (None, false) => "list",
-        };
-        let request = ResourceRequest {
-            group,
-            resource,
-            verb,
-            name,
-        };
+        let request = rbac_request(&method, &path, &query);
         assert!(
             rbac::allows(&rules, &request),
             "{request:?} not allowed by scion-check"

@@ -5,6 +5,8 @@
 //! trusts the new CA, the old CA leaves a day later), every replica copying
 //! the current certificate, and every call allowed by the installed RBAC.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -15,9 +17,10 @@ use http_body_util::BodyExt as _;
 use kube::client::Body;
 use scion::deploy::Extension;
 use scion::deploy::certs::{reconcile_certificates, sync_cert_dir};
-use scion::deploy::rbac::{self, ResourceRequest};
+use scion::deploy::rbac;
 use scion::tls::rotation::{self, Plan};
 use serde_json::{Value, json};
+use support::deploy::{json_response, rbac_request, resource_path};
 
 const NS: &str = "extension-scion-provider-aws-1a2b";
 const DAY: i64 = 24 * 3600;
@@ -41,14 +44,6 @@ fn mwc_path() -> String {
     )
 }
 
-fn respond(status: StatusCode, body: &Value) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap()
-}
-
 /// GET from the store, PATCH (server-side apply only) into it.
 fn fake_api(store: Store, log: Log) -> kube::Client {
     let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
@@ -61,8 +56,8 @@ fn fake_api(store: Store, log: Log) -> kube::Client {
                 .push((parts.method.clone(), path.clone()));
             let answer = match parts.method {
                 Method::GET => match store.lock().unwrap().get(&path) {
-                    Some(v) => respond(StatusCode::OK, v),
-                    None => respond(
+                    Some(v) => json_response(StatusCode::OK, v),
+                    None => json_response(
                         StatusCode::NOT_FOUND,
                         &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
                     ),
@@ -80,7 +75,7 @@ fn fake_api(store: Store, log: Log) -> kube::Client {
                     let bytes = body.collect().await.unwrap().to_bytes();
                     let object: Value = serde_json::from_slice(&bytes).unwrap();
                     store.lock().unwrap().insert(path, object.clone());
-                    respond(StatusCode::OK, &object)
+                    json_response(StatusCode::OK, &object)
                 }
                 other => panic!("unexpected {other} {path}"),
             };
@@ -128,35 +123,14 @@ fn assert_rbac(log: &Log) {
     let role = rbac::role(&ext).rules.unwrap();
     let cluster = rbac::cluster_role(&ext).rules.unwrap();
     for (method, path) in log.lock().unwrap().iter() {
-        let verb = if *method == Method::GET {
-            "get"
-        } else {
-            "patch"
-        };
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let (rules, request) = match segments.as_slice() {
-            ["api", "v1", "namespaces", ns, "secrets", name] => {
-                assert_eq!(*ns, NS, "Secrets only in the extension namespace");
-                (
-                    &role,
-                    ResourceRequest {
-                        group: "",
-                        resource: "secrets",
-                        verb,
-                        name: Some(name),
-                    },
-                )
+        let request = rbac_request(method, path, "");
+        // namespaced calls go through the Role, and only in the extension namespace
+        let rules = match resource_path(path).namespace {
+            Some(ns) => {
+                assert_eq!(ns, NS, "{path}");
+                &role
             }
-            ["apis", group, _, resource, name] => (
-                &cluster,
-                ResourceRequest {
-                    group,
-                    resource,
-                    verb,
-                    name: Some(name),
-                },
-            ),
-            _ => panic!("{path}"),
+            None => &cluster,
         };
         assert!(rbac::allows(rules, &request), "{request:?} not allowed");
     }

@@ -428,4 +428,19 @@ fn webhook_registration_needs_a_kubernetes_api() {
         stderr.contains("--register-webhook needs a Kubernetes API"),
         "{stderr}"
     );
+    let (code, stderr) = serve_failure(
+        &[
+            "--provider",
+            "aws",
+            "--listen",
+            "127.0.0.1:0",
+            "--manage-certs",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--manage-certs needs a Kubernetes API"),
+        "{stderr}"
+    );
 }

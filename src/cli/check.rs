@@ -55,15 +55,9 @@ pub struct CheckArgs {
     /// Print the read-only ClusterRole the audit needs and exit.
     #[arg(long)]
     pub print_rbac: bool,
-    /// Image of the machine-controller-manager provider sidecar, as the extension is configured.
-    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
-    pub mcm_provider_image: Option<String>,
-    /// Storage class of the main Etcd, as the extension is configured.
-    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
-    pub etcd_storage_class: Option<String>,
-    /// Storage capacity of the main Etcd, as the extension is configured.
-    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
-    pub etcd_storage_capacity: Option<String>,
+    /// The extension's settings that change answers, as it is configured.
+    #[command(flatten)]
+    pub engine: super::engine::EngineArgs,
 }
 
 /// What scion would do to one object.
@@ -338,12 +332,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         Some(path) => Profile::load(path)?,
         None => Profile::builtin(&args.provider)?,
     };
-    let engine = Engine::new(profile)
-        .with_sidecar_image(args.mcm_provider_image.clone())
-        .with_etcd_config(crate::mutation::EtcdConfig {
-            storage_class: args.etcd_storage_class.clone(),
-            storage_capacity: args.etcd_storage_capacity.clone(),
-        });
+    let engine = args.engine.engine(profile);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

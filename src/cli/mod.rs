@@ -3,6 +3,7 @@
 
 pub mod certs;
 pub mod check;
+pub mod engine;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;

@@ -40,17 +40,8 @@ pub struct MutateArgs {
     /// ConfigMaps the rules read.
     #[arg(long, env = "SCION_CLUSTER")]
     pub cluster: Option<PathBuf>,
-    /// Override the image of the machine-controller-manager provider sidecar.
-    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE")]
-    pub mcm_provider_image: Option<String>,
-    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
-    /// default: the profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
-    pub etcd_storage_class: Option<String>,
-    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
-    /// profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
-    pub etcd_storage_capacity: Option<String>,
+    #[command(flatten)]
+    pub engine: super::engine::EngineArgs,
     /// The object manifest or AdmissionReview (YAML or JSON); `-` for stdin.
     #[arg(short = 'f', long = "filename", env = "SCION_FILENAME")]
     pub file: PathBuf,
@@ -67,12 +58,7 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         Some(path) => Profile::load(path)?,
         None => Profile::builtin(&args.provider)?,
     };
-    let engine = Engine::new(profile)
-        .with_sidecar_image(args.mcm_provider_image.clone())
-        .with_etcd_config(crate::mutation::EtcdConfig {
-            storage_class: args.etcd_storage_class.clone(),
-            storage_capacity: args.etcd_storage_capacity.clone(),
-        });
+    let engine = args.engine.engine(profile);
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;
     let request = request_from_input(&text).with_context(|| {

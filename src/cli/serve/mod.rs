@@ -21,7 +21,7 @@ use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
 use crate::admission::Mutator;
 use crate::deploy::Extension;
-use crate::mutation::{Engine, WebhookMutator};
+use crate::mutation::WebhookMutator;
 use crate::profile::BUILTIN_PROVIDERS;
 use crate::profile::Profile;
 use crate::server::{self, Metrics, Readiness, ServerConfig};
@@ -102,17 +102,8 @@ pub struct ServeArgs {
         requires = "client_ca_file"
     )]
     pub client_allowed_names: Vec<String>,
-    /// Image of the machine-controller-manager provider sidecar (overrides the profile's).
-    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
-    pub mcm_provider_image: Option<String>,
-    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
-    /// default: the profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
-    pub etcd_storage_class: Option<String>,
-    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
-    /// profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
-    pub etcd_storage_capacity: Option<String>,
+    #[command(flatten)]
+    pub engine: crate::cli::engine::EngineArgs,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
     #[arg(
@@ -219,13 +210,7 @@ fn build_mutator(
     profile: Profile,
     state: Arc<dyn StateSource>,
 ) -> Arc<dyn Mutator> {
-    let engine = Engine::new(profile)
-        .with_sidecar_image(args.mcm_provider_image.clone())
-        .with_etcd_config(crate::mutation::EtcdConfig {
-            storage_class: args.etcd_storage_class.clone(),
-            storage_capacity: args.etcd_storage_capacity.clone(),
-        });
-    Arc::new(WebhookMutator::new(engine, state))
+    Arc::new(WebhookMutator::new(args.engine.engine(profile), state))
 }
 
 /// The installation `serve` belongs to: the profile's provider in
@@ -256,10 +241,15 @@ fn leader_work(
         && !args.controllers.contains(&ControllerName::None)
         && !disabled_controllers.contains(&"controlplane");
     let Some(client) = client else {
-        if args.register_webhook || args.manage_certs {
-            anyhow::bail!(
-                "--register-webhook and --manage-certs need a Kubernetes API; they cannot be used with --objects-dir"
-            );
+        for (set, flag) in [
+            (args.register_webhook, "--register-webhook"),
+            (args.manage_certs, "--manage-certs"),
+        ] {
+            if set {
+                anyhow::bail!(
+                    "{flag} needs a Kubernetes API; it cannot be used with --objects-dir"
+                );
+            }
         }
         if wants_controller {
             tracing::info!(

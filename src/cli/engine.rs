@@ -1,0 +1,35 @@
+//! The flags that change the webhooks' answers beyond the profile, shared by
+//! `serve`, `mutate` and `check` so the three answer alike.
+
+use clap::Args;
+
+use crate::mutation::{Engine, EtcdConfig};
+use crate::profile::Profile;
+
+/// Extension settings the engine applies on top of the profile.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EngineArgs {
+    /// Image of the machine-controller-manager provider sidecar (overrides the profile's).
+    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
+    pub mcm_provider_image: Option<String>,
+    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
+    /// default: the profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
+    pub etcd_storage_class: Option<String>,
+    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
+    /// profile's chart default; empty: unset).
+    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
+    pub etcd_storage_capacity: Option<String>,
+}
+
+impl EngineArgs {
+    /// The engine over `profile` with these settings.
+    pub fn engine(&self, profile: Profile) -> Engine {
+        Engine::new(profile)
+            .with_sidecar_image(self.mcm_provider_image.clone())
+            .with_etcd_config(EtcdConfig {
+                storage_class: self.etcd_storage_class.clone(),
+                storage_capacity: self.etcd_storage_capacity.clone(),
+            })
+    }
+}

@@ -117,8 +117,8 @@ impl Extension {
     }
 
     /// `gardener-extension-provider-<p>`: the name of the ServiceAccount,
-    /// Deployment, Service, PodDisruptionBudget, Role and of the
-    /// MutatingWebhookConfiguration (Gardener's `PrefixedName`).
+    /// Deployment, Service, PodDisruptionBudget and Role (Gardener's
+    /// `PrefixedName`).
     pub fn resource_name(&self) -> String {
         format!("{RESOURCE_PREFIX}{}", self.provider)
     }

@@ -56,7 +56,7 @@ pub enum Scope {
 pub enum Names {
     /// Any object (needed for list, watch, create, and objects named at run time).
     Any,
-    /// Only the MutatingWebhookConfiguration `gardener-extension-provider-<p>`.
+    /// Only the MutatingWebhookConfiguration `scion-provider-<p>`.
     WebhookConfiguration,
     /// Only the Namespace the extension runs in.
     ExtensionNamespace,

@@ -150,6 +150,34 @@ fn bench(c: &mut Criterion) {
     c.bench_function("osc_admission_review_end_to_end", |b| {
         b.iter(|| handle(&osc_mutator, std::hint::black_box(&osc)))
     });
+    // The kubelet configuration codec, the OSC's main cost: YAML in, the
+    // Go struct's JSON form, YAML out.
+    let osc_object: serde_json::Value = serde_json::from_slice(OSC_REVIEW).expect("JSON");
+    let config_text = osc_object["request"]["object"]["spec"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| f["path"] == scion::mutation::osc::KUBELET_CONFIG)
+        .and_then(|f| f["content"]["inline"]["data"].as_str())
+        .map(|d| scion::mutation::osc::file::decode("b64", d).expect("b64"))
+        .map(|b| String::from_utf8(b).expect("UTF-8"))
+        .expect("a kubelet configuration");
+    let library = scion::mutation::osc::kubelet::NEWEST_LIBRARY;
+    c.bench_function("part_osc_kubelet_yaml_parse", |b| {
+        b.iter(|| {
+            serde_saphyr::from_str::<serde_json::Value>(std::hint::black_box(&config_text))
+                .expect("YAML")
+        })
+    });
+    c.bench_function("part_osc_kubelet_decode", |b| {
+        b.iter(|| {
+            scion::mutation::osc::kubelet::decode(std::hint::black_box(&config_text), library)
+        })
+    });
+    let config = scion::mutation::osc::kubelet::decode(&config_text, library).expect("decodes");
+    c.bench_function("part_osc_kubelet_encode", |b| {
+        b.iter(|| scion::mutation::osc::kubelet::encode(std::hint::black_box(&config)))
+    });
     let request = mutator.decode(review).expect("fixture parses");
     c.bench_function("part_mutate_and_diff", |b| {
         b.iter(|| futures::executor::block_on(mutator.mutate(std::hint::black_box(&request))))

@@ -203,12 +203,14 @@ throughput() {
   log "throughput: $conns connections, ${duration}s, $(basename "$review")"
   run_wrk "$duration" "$conns" 0
   log "memory after throughput: $(rss)"
+  loadavg
 }
 
 fixed_rate() {
   log "fixed rate: ~$rate req/s ($rate_conns connections, ${rate_pace} ms apart), ${duration}s"
   run_wrk "$duration" "$rate_conns" "$rate_pace"
   log "memory after fixed rate: $(rss)"
+  loadavg
 }
 
 soak() {
@@ -256,6 +258,10 @@ soak() {
 
 log "machine: $(nproc) cpus, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
 log "tool: $(wrk -v 2>&1 | head -1)"
+# The machine may be shared: the load average before and after each run says
+# how much else was running (the figures are only comparable when it is low).
+loadavg() { log "load average (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)"; }
+loadavg
 start_server
 log "memory idle: $(rss)"
 case "$mode" in

@@ -38,12 +38,17 @@ fn err<T>(message: String) -> Result<T, ConfigError> {
 
 /// Decode the file's YAML into the struct's JSON form (what `json.Marshal`
 /// of the decoded struct gives), for a library of minor `library`.
+/// gardenlet's block YAML is read by [`super::block`]; anything that reader
+/// is not sure of by the general YAML parser.
 pub fn decode(text: &str, library: u32) -> Result<Map<String, Value>, ConfigError> {
-    let value: Value = serde_saphyr::from_str(text).map_err(|e| {
-        ConfigError(format!(
-            "could not decode kubelet configuration from YAML: {e}"
-        ))
-    })?;
+    let value = match super::block::read(text) {
+        Some(value) => value,
+        None => serde_saphyr::from_str(text).map_err(|e| {
+            ConfigError(format!(
+                "could not decode kubelet configuration from YAML: {e}"
+            ))
+        })?,
+    };
     let Value::Object(map) = value else {
         return err(format!(
             "could not decode kubelet configuration from YAML: not a map but {}",
@@ -75,7 +80,17 @@ pub fn normalize(object: &Value, library: u32) -> Result<Map<String, Value>, Con
 
 /// The YAML Gardener's codec writes for the struct's JSON form.
 pub fn encode(object: &Map<String, Value>) -> String {
-    emit(&node(&Value::Object(object.clone())))
+    emit(&map_node(object))
+}
+
+/// The value at the dotted `path`, if there is one.
+pub fn get<'a>(object: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut value = object.get(first)?;
+    for key in rest {
+        value = value.as_object()?.get(key)?;
+    }
+    Some(value)
 }
 
 /// Set the field at the dotted `path` (struct fields, then map keys) to
@@ -137,8 +152,16 @@ fn decode_struct(
     };
     let mut out = Map::new();
     for field in fields.iter().filter(|f| f.since <= library) {
+        let raw = map.get(field.name);
+        if field.ptr && matches!(raw, None | Some(Value::Null)) {
+            // A nil pointer (most of the struct): no path to build.
+            if !field.omitempty {
+                out.insert(field.name.into(), Value::Null);
+            }
+            continue;
+        }
         let here = at(path, field.name);
-        let value = match map.get(field.name) {
+        let value = match raw {
             None | Some(Value::Null) if field.ptr => None,
             None => Some(zero(&field.ty, library, &here)?),
             Some(Value::Null) => Some(null_into(&field.ty, library, &here)?),
@@ -328,13 +351,14 @@ fn node(v: &Value) -> Node {
         },
         Value::String(s) => Node::Str(s.clone()),
         Value::Array(items) => Node::Seq(items.iter().map(node).collect()),
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Node)> =
-                map.iter().map(|(k, v)| (k.clone(), node(v))).collect();
-            entries.sort_by(|a, b| key_order(&a.0, &b.0));
-            Node::Map(entries)
-        }
+        Value::Object(map) => map_node(map),
     }
+}
+
+fn map_node(map: &Map<String, Value>) -> Node {
+    let mut entries: Vec<(String, Node)> = map.iter().map(|(k, v)| (k.clone(), node(v))).collect();
+    entries.sort_by(|a, b| key_order(&a.0, &b.0));
+    Node::Map(entries)
 }
 
 const NANOSECOND: u64 = 1;

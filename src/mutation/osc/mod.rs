@@ -12,7 +12,7 @@
 //!    ([`cmdline`]), then `unitOption`s, serialized again;
 //! 2. the first file `/var/lib/kubelet/config/kubelet` with inline content:
 //!    decoded with its encoding ([`file`]), the KubeletConfiguration
-//!    decoded ([`kubelet`]), `kubeletConfig` fields set, encoded
+//!    decoded ([`kubelet`], gardenlet's block YAML on [`block`]'s fast path), `kubeletConfig` fields set, encoded
 //!    ([`yaml`]) and re-encoded with the encoding it came with;
 //! 3. the first file `/etc/sysctl.d/99-k8s-general.conf` with inline
 //!    content: `sysctl` lines ([`sysctl`]); an empty result leaves the file
@@ -25,6 +25,7 @@
 //! gets Gardener's re-serialization even without actions of that kind.
 //! Everything else of the object is left as sent.
 
+pub mod block;
 pub mod cmdline;
 pub mod file;
 pub mod kubelet;
@@ -220,11 +221,16 @@ fn kubelet_config(
         .map_err(|_| failed("could not decode kubelet configuration: not UTF-8".into()))?;
     let mut config = kubelet::decode(&text, ctx.kubelet_library)
         .map_err(|e| failed(format!("could not decode kubelet configuration: {}", e.0)))?;
+    // A value that is already there (gardenlet's own config has what most
+    // providers set) changes nothing: no second pass over the struct.
     let mut touched = false;
     for action in actions {
         if let Action::KubeletConfig(k) = action {
-            kubelet::set(&mut config, &k.path(), k.value.clone());
-            touched = true;
+            let path = k.path();
+            if kubelet::get(&config, &path) != Some(&k.value) {
+                kubelet::set(&mut config, &path, k.value.clone());
+                touched = true;
+            }
         }
     }
     if touched {

@@ -45,27 +45,39 @@ pub fn key_order(a: &str, b: &str) -> Ordering {
 }
 
 fn less(a: &str, b: &str) -> bool {
+    // Keys are ASCII in practice: compare bytes, without collecting chars
+    // (the sort compares each key about log n times).
+    if a.is_ascii() && b.is_ascii() {
+        return less_in(a.as_bytes(), b.as_bytes());
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    less_in(&ar, &br)
+}
+
+/// `keyList.Less` over the runes of two keys (bytes for ASCII keys).
+fn less_in<C: Copy + Into<char>>(ar: &[C], br: &[C]) -> bool {
+    let a = |i: usize| -> char { ar[i].into() };
+    let b = |i: usize| -> char { br[i].into() };
     let mut i = 0;
     while i < ar.len() && i < br.len() {
-        if ar[i] == br[i] {
+        if a(i) == b(i) {
             i += 1;
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = a(i).is_alphabetic();
+        let bl = b(i).is_alphabetic();
         if al && bl {
-            return ar[i] < br[i];
+            return a(i) < b(i);
         }
         if al || bl {
             return bl;
         }
         let (mut an, mut bn) = (0i64, 0i64);
-        if ar[i] == '0' || br[i] == '0' {
+        if a(i) == '0' || b(i) == '0' {
             let mut j = i;
-            while j > 0 && ar[j - 1].is_ascii_digit() {
-                if ar[j - 1] != '0' {
+            while j > 0 && a(j - 1).is_ascii_digit() {
+                if a(j - 1) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -74,17 +86,17 @@ fn less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && ar[ai].is_ascii_digit() {
+        while ai < ar.len() && a(ai).is_ascii_digit() {
             an = an
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(ar[ai] as u8 - b'0'));
+                .wrapping_add(i64::from(a(ai) as u8 - b'0'));
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && br[bi].is_ascii_digit() {
+        while bi < br.len() && b(bi).is_ascii_digit() {
             bn = bn
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(br[bi] as u8 - b'0'));
+                .wrapping_add(i64::from(b(bi) as u8 - b'0'));
             bi += 1;
         }
         if an != bn {
@@ -93,7 +105,7 @@ fn less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return a(i) < b(i);
     }
     ar.len() < br.len()
 }
@@ -319,7 +331,7 @@ fn is_printable(c: char) -> bool {
         || (0x10000..=0x10FFFF).contains(&v)
 }
 
-fn analyze(value: &str) -> Analysis {
+fn analyze(value: &str, chars: &[char]) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -340,7 +352,6 @@ fn analyze(value: &str) -> Analysis {
     let (mut break_space, mut space_break) = (false, false);
     let (mut previous_space, mut previous_break) = (false, false);
     let mut preceded_by_ws = true;
-    let chars: Vec<char> = value.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
         let followed_by_ws = chars.get(i + 1).is_none_or(|n| *n == ' ' || *n == '\t');
         let last = i + 1 == chars.len();
@@ -466,6 +477,8 @@ struct Emitter {
     flow_level: usize,
     mapping_context: bool,
     simple_key_context: bool,
+    /// Reused by [`Emitter::scalar`].
+    scratch: Vec<char>,
 }
 
 impl Emitter {
@@ -523,22 +536,25 @@ impl Emitter {
             Node::Seq(items) if items.is_empty() || self.flow_level > 0 => self.flow("[", "]"),
             Node::Map(entries) => self.block_mapping(entries),
             Node::Seq(items) => self.block_sequence(items),
-            Node::Str(s) => {
-                let plain = resolve(s) == Resolved::Str && !is_base60_float(s);
-                let style = if s.contains('\n') {
-                    Style::Literal
-                } else if plain {
-                    Style::Plain
-                } else {
-                    Style::Double
-                };
-                self.scalar(s, style);
-            }
+            Node::Str(s) => self.string(s),
             Node::Int(text) => self.scalar(text, Style::Plain),
             Node::Float(f) => self.scalar(&format_float(*f), Style::Plain),
             Node::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain),
             Node::Null => self.scalar("null", Style::Plain),
         }
+    }
+
+    /// A string: plain unless it would read back as another type.
+    fn string(&mut self, s: &str) {
+        let plain = resolve(s) == Resolved::Str && !is_base60_float(s);
+        let style = if s.contains('\n') {
+            Style::Literal
+        } else if plain {
+            Style::Plain
+        } else {
+            Style::Double
+        };
+        self.scalar(s, style);
     }
 
     /// An empty collection (the encoder never puts anything inside a flow one).
@@ -562,17 +578,24 @@ impl Emitter {
         self.pop_indent();
     }
 
+    /// A map key, as `node` would write `Node::Str(key)` (without the copy).
+    fn key(&mut self, key: &str, simple_key: bool) {
+        self.mapping_context = true;
+        self.simple_key_context = simple_key;
+        self.string(key);
+    }
+
     fn block_mapping(&mut self, entries: &[(String, Node)]) {
         self.increase_indent(false, false);
         for (key, value) in entries {
             self.write_indent();
             let simple = !key.contains(is_break_char) && key.len() <= 128;
             if simple {
-                self.node(&Node::Str(key.clone()), true, true);
+                self.key(key, true);
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.node(&Node::Str(key.clone()), true, false);
+                self.key(key, false);
                 self.write_indent();
                 self.write_indicator(":", true, false, true);
             }
@@ -582,7 +605,12 @@ impl Emitter {
     }
 
     fn scalar(&mut self, value: &str, wanted: Style) {
-        let a = analyze(value);
+        // One buffer of chars for every scalar (measured: a fresh one per
+        // scalar and per writer was a third of the encoding time).
+        let mut chars = std::mem::take(&mut self.scratch);
+        chars.clear();
+        chars.extend(value.chars());
+        let a = analyze(value, &chars);
         let mut style = wanted;
         if self.simple_key_context && a.multiline {
             style = Style::Double;
@@ -604,19 +632,19 @@ impl Emitter {
         self.increase_indent(true, false);
         let breaks = !self.simple_key_context;
         match style {
-            Style::Plain => self.plain(value, breaks),
-            Style::Single => self.single(value, breaks),
-            Style::Double => self.double(value, breaks),
-            Style::Literal => self.literal(value),
+            Style::Plain => self.plain(&chars, breaks),
+            Style::Single => self.single(&chars, breaks),
+            Style::Double => self.double(&chars, breaks),
+            Style::Literal => self.literal(&chars),
         }
+        self.scratch = chars;
         self.pop_indent();
     }
 
-    fn plain(&mut self, value: &str, allow_breaks: bool) {
+    fn plain(&mut self, chars: &[char], allow_breaks: bool) {
         if !self.whitespace {
             self.put(' ');
         }
-        let chars: Vec<char> = value.chars().collect();
         let (mut spaces, mut breaks) = (false, false);
         for (i, &c) in chars.iter().enumerate() {
             if c == ' ' {
@@ -660,9 +688,8 @@ impl Emitter {
         }
     }
 
-    fn single(&mut self, value: &str, allow_breaks: bool) {
+    fn single(&mut self, chars: &[char], allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
-        let chars: Vec<char> = value.chars().collect();
         let (mut spaces, mut breaks) = (false, false);
         for (i, &c) in chars.iter().enumerate() {
             if c == ' ' {
@@ -703,10 +730,9 @@ impl Emitter {
         self.indention = false;
     }
 
-    fn double(&mut self, value: &str, allow_breaks: bool) {
-        let starts_with_bom = value.starts_with('\u{feff}');
+    fn double(&mut self, chars: &[char], allow_breaks: bool) {
+        let starts_with_bom = chars.first() == Some(&'\u{feff}');
         self.write_indicator("\"", true, false, false);
-        let chars: Vec<char> = value.chars().collect();
         let mut spaces = false;
         for (i, &c) in chars.iter().enumerate() {
             if !is_printable(c) || starts_with_bom || is_break_char(c) || c == '"' || c == '\\' {
@@ -768,16 +794,15 @@ impl Emitter {
         self.indention = false;
     }
 
-    fn literal(&mut self, value: &str) {
+    fn literal(&mut self, chars: &[char]) {
         self.write_indicator("|", true, false, false);
-        let chars: Vec<char> = value.chars().collect();
         if chars
             .first()
             .is_some_and(|c| *c == ' ' || is_break_char(*c))
         {
             self.write_indicator(&BEST_INDENT.to_string(), false, false, false);
         }
-        let chomp = match chars.as_slice() {
+        let chomp = match chars {
             [] => Some("-"),
             [.., last] if !is_break_char(*last) => Some("-"),
             [_] => Some("+"),
@@ -791,7 +816,7 @@ impl Emitter {
         self.indention = true;
         self.whitespace = true;
         let mut breaks = true;
-        for &c in &chars {
+        for &c in chars {
             if is_break_char(c) {
                 self.write_break(c);
                 self.indention = true;
@@ -870,6 +895,7 @@ pub fn emit(node: &Node) -> String {
         flow_level: 0,
         mapping_context: false,
         simple_key_context: false,
+        scratch: Vec::new(),
     };
     e.node(node, false, false);
     // Document end: a line break after the last line.

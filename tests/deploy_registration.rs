@@ -295,30 +295,19 @@ fn the_inline_chart_is_charts_scion_and_gardenlets_rendering_uses_the_image() {
     let mut values = cd["helm"]["values"].clone();
     values["gardener"] =
         serde_json::json!({"version": "v1.120.0", "seed": {"provider": "openstack", "spec": {}}});
-    let values_file = dir.path().join("values.json");
-    std::fs::write(&values_file, values.to_string()).unwrap();
-    let out = std::process::Command::new(chart::renderer())
-        .args(["--chart", dir.path().join("scion").to_str().unwrap()])
-        .args([
-            "--release",
-            "scion-provider-openstack",
-            "--namespace",
-            "extension-scion-provider-openstack-1a2b3",
-        ])
-        .args(["--values", values_file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let deployment = docs
+    let docs = chart::try_render_chart(
+        &dir.path().join("scion"),
+        &values.to_string(),
+        "scion-provider-openstack",
+        "extension-scion-provider-openstack-1a2b3",
+        "1.33.0",
+    )
+    .unwrap();
+    let deployment = &docs
         .iter()
-        .map(|d| &d["object"])
-        .find(|o| o["kind"] == "Deployment")
-        .unwrap();
+        .find(|d| d.kind() == "Deployment")
+        .unwrap()
+        .object;
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["image"], "reg.local/gardener/scion:0.1.0");
     assert!(

@@ -67,11 +67,22 @@ pub fn try_render(
     namespace: &str,
     kube_version: &str,
 ) -> Result<Vec<Rendered>, String> {
+    try_render_chart(&chart_dir(), values, release, namespace, kube_version)
+}
+
+/// [`try_render`] of the chart in `chart` (e.g. one unpacked from an archive).
+pub fn try_render_chart(
+    chart: &Path,
+    values: &str,
+    release: &str,
+    namespace: &str,
+    kube_version: &str,
+) -> Result<Vec<Rendered>, String> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("values.yaml");
     std::fs::write(&file, values).unwrap();
     let out = Command::new(renderer())
-        .args(["--chart", chart_dir().to_str().unwrap()])
+        .args(["--chart", chart.to_str().unwrap()])
         .args(["--release", release, "--namespace", namespace])
         .args(["--kube-version", kube_version])
         .args(["--values", file.to_str().unwrap()])

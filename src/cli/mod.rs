@@ -2,10 +2,13 @@
 //! environment variable `SCION_<FLAG>`.
 
 pub mod certs;
+pub mod check;
+pub mod engine;
 pub mod images;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;
+pub mod registration;
 pub mod render;
 pub mod serve;
 
@@ -37,6 +40,10 @@ pub enum Command {
     Render(render::RenderArgs),
     /// List the image vector of a provider (for relocating the images).
     Images(images::ImagesArgs),
+    /// Audit a live seed read-only: what would scion change on each shoot's objects?
+    Check(check::CheckArgs),
+    /// Print the Gardener registration: ControllerDeployment, ControllerRegistration, Extension.
+    Registration(registration::RegistrationArgs),
 }
 
 /// One line for an error chain, skipping causes whose text the line already holds.
@@ -69,6 +76,8 @@ pub fn main() -> ExitCode {
         Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
         Command::Images(args) => images::run(&args, &mut std::io::stdout().lock()),
+        Command::Check(args) => check::run(&args, &mut std::io::stdout().lock()),
+        Command::Registration(args) => registration::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -384,9 +384,9 @@ impl Engine {
                             "could not get {} '{name}': not found",
                             kind.word()
                         )),
-                        ApplyError::NoImage(name) => Denial::Forbidden(format!(
-                            "image {name:?} is not in the image vector"
-                        )),
+                        ApplyError::NoImage(name) => {
+                            Denial::Forbidden(format!("image {name:?} is not in the image vector"))
+                        }
                     })?;
             }
         }
@@ -458,9 +458,9 @@ impl Engine {
                             "could not get {} '{name}': not found",
                             kind.word()
                         )),
-                        ApplyError::NoImage(name) => Denial::Forbidden(format!(
-                            "image {name:?} is not in the image vector"
-                        )),
+                        ApplyError::NoImage(name) => {
+                            Denial::Forbidden(format!("image {name:?} is not in the image vector"))
+                        }
                     })? = Value::Object(new);
                 }
             }

@@ -30,6 +30,7 @@ mod sniff;
 mod throttle;
 pub mod trim;
 mod webhook;
+mod webhook_metrics;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

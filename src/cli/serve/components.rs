@@ -18,7 +18,15 @@ use crate::deploy::{self, Extension};
 use crate::profile::ccm::ConfigDelivery;
 use crate::profile::{CcmSpec, ImageVector};
 use crate::server::Readiness;
+use crate::state::throttle::ThrottleLayer;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
+
+/// Client-side rate limit of the Kubernetes client (`--kube-api-qps`, `--kube-api-burst`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimit {
+    pub qps: f64,
+    pub burst: u32,
+}
 
 /// The state source chosen at start, and the API client when there is one.
 pub struct StateChoice {
@@ -31,6 +39,7 @@ pub struct StateChoice {
 pub async fn open_state(
     objects_dir: Option<&Path>,
     readiness: &Readiness,
+    limit: ClientLimit,
 ) -> anyhow::Result<StateChoice> {
     let choice = match objects_dir {
         Some(dir) => {
@@ -52,9 +61,13 @@ pub async fn open_state(
             }
         }
         None => {
-            let client = kube::Client::try_default().await.context(
+            let config = kube::Config::infer().await.context(
                 "no --objects-dir given and no Kubernetes API configured (kubeconfig or in-cluster)",
             )?;
+            let client = kube::client::ClientBuilder::try_from(config)
+                .context("cannot build the Kubernetes client")?
+                .with_layer(&ThrottleLayer::new(limit.qps, limit.burst))
+                .build();
             let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
             drop(state.spawn());
             tracing::info!(
@@ -71,31 +84,52 @@ pub async fn open_state(
     Ok(choice)
 }
 
+/// The leader-election Lease (`--leader-election-id`, `--leader-election-namespace`).
+pub struct LeaseName {
+    pub name: String,
+    pub namespace: String,
+}
+
 /// The leader-only work `serve` was asked for.
 pub struct LeaderWork {
     pub client: kube::Client,
+    /// `None` with `--leader-election=false`: the work runs at once.
+    pub lease: Option<LeaseName>,
     pub extension: Extension,
     pub controller: Option<Arc<ControlPlaneReconciler>>,
     /// The health checks (they read the controller's cache, so they run with it).
     pub health: Option<Arc<HealthChecks>>,
     pub heartbeat: Option<Heartbeat>,
+    /// `--manage-certs`: issue and rotate the webhook certificates.
+    pub manage_certs: bool,
     pub register_webhook: Option<PathBuf>,
 }
 
 impl LeaderWork {
     /// Nothing to do: no controller, heartbeat or registration was asked for.
     pub fn is_empty(&self) -> bool {
-        self.controller.is_none() && self.heartbeat.is_none() && self.register_webhook.is_none()
+        self.controller.is_none()
+            && self.heartbeat.is_none()
+            && self.register_webhook.is_none()
+            && !self.manage_certs
     }
 
-    /// Hold the Lease of the extension and run the work while leading.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> anyhow::Result<()> {
-        let lease = self.extension.leader_election_lease();
-        let namespace = self.extension.namespace().to_string();
+    /// Hold the Lease of the extension and run the work while leading (at
+    /// once and until shutdown without leader election).
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    ) -> anyhow::Result<()> {
+        let Some(lease) = &self.lease else {
+            tracing::info!("leader election disabled: running the leader work now");
+            self.lead(Box::pin(shutdown)).await;
+            return Ok(());
+        };
+        let (name, namespace) = (lease.name.clone(), lease.namespace.clone());
         let work = Arc::new(self);
         controller::run_while_leading(
             work.client.clone(),
-            &lease,
+            &name,
             &namespace,
             shutdown,
             move |stop| {
@@ -134,6 +168,18 @@ impl LeaderWork {
             tracing::info!(lease = %format!("{}/{}", heartbeat.namespace, controller::heartbeat::LEASE_NAME), "starting the heartbeat");
             tasks.push(tokio::spawn(heartbeat.run(stop.clone())));
         }
+        if self.manage_certs {
+            let (client, ext, stop) = (self.client.clone(), self.extension.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                deploy::certs::keep_certificates(
+                    &client,
+                    &ext,
+                    deploy::certs::CertTiming::default(),
+                    stop,
+                )
+                .await;
+            }));
+        }
         if let Some(ca_file) = &self.register_webhook {
             deploy::keep_registered(
                 &self.client,
@@ -158,6 +204,8 @@ pub struct ControllerSettings {
     pub spec: CcmSpec,
     pub images: ImageVector,
     pub ignore_operation_annotation: bool,
+    /// `--controlplane-max-concurrent-reconciles`.
+    pub concurrency: u16,
 }
 
 /// The ControlPlane reconciler with its actuator.
@@ -175,6 +223,7 @@ pub fn controller_context(
     actuator.images = Arc::new(settings.images);
     let mut reconciler = ControlPlaneReconciler::new(client, state, settings.provider, actuator);
     reconciler.ignore_operation_annotation = settings.ignore_operation_annotation;
+    reconciler.concurrency = settings.concurrency;
     Arc::new(reconciler)
 }
 

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 mod components;
+pub mod gardener;
 mod values;
 
 use values::parse_addr;
@@ -20,7 +21,7 @@ use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
 use crate::admission::Mutator;
 use crate::deploy::Extension;
-use crate::mutation::{Engine, WebhookMutator};
+use crate::mutation::WebhookMutator;
 use crate::profile::BUILTIN_PROVIDERS;
 use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
@@ -49,10 +50,10 @@ pub struct ServeArgs {
     #[arg(long, env = "SCION_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:10250", value_parser = parse_addr)]
     pub listen: SocketAddr,
     /// Plain HTTP: GET /healthz, GET /readyz.
-    #[arg(long, env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
+    #[arg(long, visible_alias = "health-bind-address", env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
     pub health_listen: SocketAddr,
     /// Plain HTTP: GET /metrics.
-    #[arg(long, env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
+    #[arg(long, visible_alias = "metrics-bind-address", env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
     pub metrics_listen: SocketAddr,
     #[command(flatten)]
     pub cert: CertArgs,
@@ -74,10 +75,6 @@ pub struct ServeArgs {
         default_value = "controlplane,healthcheck,heartbeat"
     )]
     pub controllers: Vec<ControllerName>,
-    /// Render new desired state on every change of a ControlPlane or its
-    /// Cluster, not only when gardenlet requests it (Gardener's flag).
-    #[arg(long, env = "SCION_IGNORE_OPERATION_ANNOTATION")]
-    pub ignore_operation_annotation: bool,
     /// How often the health checks run.
     #[arg(long, env = "SCION_HEALTHCHECK_SYNC_PERIOD", value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
     pub healthcheck_sync_period: Duration,
@@ -93,6 +90,12 @@ pub struct ServeArgs {
         default_value_t = 30
     )]
     pub heartbeat_renew_interval_seconds: u64,
+    /// Manage the webhook certificates in the cluster: the leader issues and
+    /// rotates a CA and a serving certificate in Secrets of the extension
+    /// namespace; every replica copies the current one into --cert-dir (which
+    /// must be writable) and waits for it before serving.
+    #[arg(long, env = "SCION_MANAGE_CERTS")]
+    pub manage_certs: bool,
     /// Create or update the MutatingWebhookConfiguration with the CA bundle in
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
@@ -116,23 +119,21 @@ pub struct ServeArgs {
         requires = "client_ca_file"
     )]
     pub client_allowed_names: Vec<String>,
-    /// Image of the machine-controller-manager provider sidecar (beats the image vector).
-    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
-    pub mcm_provider_image: Option<String>,
-    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
-    /// default: the profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
-    pub etcd_storage_class: Option<String>,
-    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
-    /// profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
-    pub etcd_storage_capacity: Option<String>,
+    #[command(flatten)]
+    pub engine: crate::cli::engine::EngineArgs,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
-    #[arg(long, env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
+    #[arg(
+        long,
+        visible_alias = "webhook-config-namespace",
+        env = "SCION_WEBHOOK_NAMESPACE",
+        value_name = "NS"
+    )]
     pub webhook_namespace: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
+    #[command(flatten)]
+    pub go: gardener::GoExtensionFlags,
 }
 
 /// Controllers `serve` can run.
@@ -146,6 +147,18 @@ pub enum ControllerName {
     Heartbeat,
     /// No controller.
     None,
+}
+
+impl ControllerName {
+    /// The name `--disable-controllers` uses for it.
+    fn switch(self) -> &'static str {
+        match self {
+            ControllerName::Controlplane => "controlplane",
+            ControllerName::Healthcheck => "healthcheck",
+            ControllerName::Heartbeat => "heartbeat",
+            ControllerName::None => "none",
+        }
+    }
 }
 
 impl ServeArgs {
@@ -170,15 +183,19 @@ impl ServeArgs {
         if self.healthcheck_sync_period.is_zero() {
             return Err("--healthcheck-sync-period must be above zero".into());
         }
-        Ok(())
+        self.go.validate()
     }
 
     /// The server configuration these flags describe. The default
     /// connection cap follows the open-file limit at the time of the call.
     pub fn server_config(&self) -> ServerConfig {
         let defaults = ServerConfig::new(&self.cert.cert_dir);
+        let mut listen = self.listen;
+        if let Some(port) = self.go.webhook_config_server_port {
+            listen.set_port(port);
+        }
         ServerConfig {
-            listen: self.listen,
+            listen,
             health_listen: self.health_listen,
             metrics_listen: self.metrics_listen,
             cert_dir: self.cert.cert_dir.clone(),
@@ -233,13 +250,7 @@ fn build_mutator(
     images: &ImageVector,
     state: Arc<dyn StateSource>,
 ) -> anyhow::Result<Arc<dyn Mutator>> {
-    let engine = Engine::new(profile)
-        .with_image_vector(images)
-        .with_sidecar_image(args.mcm_provider_image.clone())
-        .with_etcd_config(crate::mutation::EtcdConfig {
-            storage_class: args.etcd_storage_class.clone(),
-            storage_capacity: args.etcd_storage_capacity.clone(),
-        });
+    let engine = args.engine.engine_with(profile, images);
     let unresolved = engine.unresolved_images();
     if !unresolved.is_empty() {
         anyhow::bail!(
@@ -251,6 +262,22 @@ fn build_mutator(
     Ok(Arc::new(WebhookMutator::new(engine, state)))
 }
 
+/// The installation `serve` belongs to: the profile's provider in
+/// `--webhook-namespace` (default: the client's namespace), without the
+/// `--disable-webhooks`.
+fn extension(
+    args: &ServeArgs,
+    profile: &Profile,
+    client: &kube::Client,
+) -> anyhow::Result<Extension> {
+    let namespace = args
+        .webhook_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    Ok(Extension::new(&profile.provider, &namespace)?
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?))
+}
+
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
 fn leader_work(
     args: &ServeArgs,
@@ -259,15 +286,23 @@ fn leader_work(
     state: &Arc<dyn StateSource>,
     client: Option<kube::Client>,
 ) -> anyhow::Result<Option<LeaderWork>> {
-    let wants = |name| {
-        args.controllers.contains(&name) && !args.controllers.contains(&ControllerName::None)
+    let disabled_controllers = args.go.disabled_controllers().map_err(anyhow::Error::msg)?;
+    let wants = |name: ControllerName| {
+        args.controllers.contains(&name)
+            && !args.controllers.contains(&ControllerName::None)
+            && !disabled_controllers.contains(&name.switch())
     };
     let wants_controller = wants(ControllerName::Controlplane);
     let Some(client) = client else {
-        if args.register_webhook {
-            anyhow::bail!(
-                "--register-webhook needs a Kubernetes API; it cannot be used with --objects-dir"
-            );
+        for (set, flag) in [
+            (args.register_webhook, "--register-webhook"),
+            (args.manage_certs, "--manage-certs"),
+        ] {
+            if set {
+                anyhow::bail!(
+                    "{flag} needs a Kubernetes API; it cannot be used with --objects-dir"
+                );
+            }
         }
         if wants_controller {
             tracing::info!(
@@ -277,11 +312,7 @@ fn leader_work(
         return Ok(None);
     };
     let provider = profile.provider.clone();
-    let namespace = args
-        .webhook_namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
-    let extension = Extension::new(&provider, &namespace)?;
+    let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
         let spec = profile.ccm().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
@@ -304,7 +335,8 @@ fn leader_work(
                 provider: provider.clone(),
                 spec,
                 images: images.clone(),
-                ignore_operation_annotation: args.ignore_operation_annotation,
+                ignore_operation_annotation: args.go.ignore_operation_annotation,
+                concurrency: args.go.controlplane_max_concurrent_reconciles,
             },
         ))
     } else {
@@ -325,14 +357,27 @@ fn leader_work(
             namespace: args
                 .heartbeat_namespace
                 .clone()
-                .unwrap_or_else(|| namespace.clone()),
+                .unwrap_or_else(|| extension.namespace().to_owned()),
             holder: format!("provider-{provider}"),
             interval: Duration::from_secs(args.heartbeat_renew_interval_seconds),
             now: crate::controller::heartbeat::now_micro,
         });
     let work = LeaderWork {
         client,
+        lease: args.go.leader_election.then(|| components::LeaseName {
+            name: args
+                .go
+                .leader_election_id
+                .clone()
+                .unwrap_or_else(|| extension.leader_election_lease()),
+            namespace: args
+                .go
+                .leader_election_namespace
+                .clone()
+                .unwrap_or_else(|| extension.namespace().to_owned()),
+        }),
         extension,
+        manage_certs: args.manage_certs,
         controller,
         health,
         heartbeat,
@@ -391,7 +436,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = Metrics::new();
     let profile = load_profile(&args)?;
     let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
-    let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
+    let limit = components::ClientLimit {
+        qps: args.go.kube_api_qps,
+        burst: args.go.kube_api_burst,
+    };
+    let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
+    let cert_client = choice.client.clone().filter(|_| args.manage_certs);
+    let cert_extension = match &cert_client {
+        Some(client) => Some(extension(&args, &profile, client)?),
+        None => None,
+    };
     let leader = leader_work(&args, &profile, &images, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -400,6 +454,30 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         })
     });
+    // Managed certificates: wait for the first copy (the leader, maybe this
+    // replica, issues it), then keep copying rotations.
+    if let (Some(client), Some(ext)) = (cert_client, cert_extension) {
+        crate::deploy::certs::wait_for_cert_dir(
+            &client,
+            &ext,
+            &args.cert.cert_dir,
+            Duration::from_secs(1),
+        )
+        .await
+        .context("cannot prepare the managed webhook certificate")?;
+        let dir = args.cert.cert_dir.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            crate::deploy::certs::keep_cert_dir(
+                &client,
+                &ext,
+                &dir,
+                crate::deploy::certs::CertTiming::default(),
+                stop,
+            )
+            .await;
+        });
+    }
     let mutator = build_mutator(&args, profile, &images, choice.state.clone())?;
     server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
     if let Some(leader) = leader {
@@ -470,7 +548,7 @@ mod tests {
         assert_eq!(args.cert.cert_dir, PathBuf::from("certs"));
         assert_eq!(args.request_timeout, Duration::from_secs(8));
         assert_eq!(args.shutdown_grace, Duration::from_secs(15));
-        assert_eq!(args.log.log_format, logging::LogFormat::Text);
+        assert_eq!(args.log.log_format, logging::LogFormat::Json);
         assert_eq!(args.log.log_level, "info");
         assert_eq!(args.max_connections, None);
         assert_eq!(args.max_requests_in_flight, 64);
@@ -539,7 +617,7 @@ mod tests {
             ]
         );
         assert!(!args.register_webhook);
-        assert!(!args.ignore_operation_annotation);
+        assert!(!args.go.ignore_operation_annotation);
         assert_eq!(args.healthcheck_sync_period, Duration::from_secs(30));
         assert_eq!(args.heartbeat_renew_interval_seconds, 30);
         let zero = parse(&[

@@ -4,7 +4,8 @@
 //!
 //! kube-runtime's helpers and where scion does not use them:
 //! - `Controller` (with its reflector store, which the health checks read) runs
-//!   the loop, with concurrency 5 (Gardener's chart) and graceful shutdown.
+//!   the loop, with `--controlplane-max-concurrent-reconciles` (default 5, Gardener's chart)
+//!   and graceful shutdown.
 //! - `finalizer()` is not used: it adds the finalizer and returns, relying on
 //!   the next watch event to run `Apply`. Gardener's contract removes the
 //!   `reconcile` annotation *before* that (so the next event no longer carries
@@ -53,6 +54,9 @@ pub struct Reconciler<K, A> {
     /// `--ignore-operation-annotation`: render on every change of the object
     /// or its Cluster instead of only when gardenlet asks.
     pub ignore_operation_annotation: bool,
+    /// Objects reconciled at the same time
+    /// (`--controlplane-max-concurrent-reconciles`; Gardener's chart: 5).
+    pub concurrency: u16,
     /// Upper bound of one reconcile.
     pub timeout: Duration,
     /// Periodic look at a settled object (costs no API call unless something
@@ -101,6 +105,7 @@ impl<K: Extension, A: Actuator<K>> Reconciler<K, A> {
             provider: provider.into(),
             classes: vec!["shoot".to_string()],
             ignore_operation_annotation: false,
+            concurrency: 5,
             timeout: RECONCILIATION_TIMEOUT,
             resync: Duration::from_secs(600),
             now: status::now_rfc3339,
@@ -440,7 +445,7 @@ pub async fn run<K: Extension, A: Actuator<K>>(
         );
     }
     controller
-        .with_config(controller::Config::default().concurrency(5))
+        .with_config(controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

@@ -212,7 +212,7 @@ const CASES: &[Case] = &[
 struct Report {
     name: &'static str,
     pass: bool,
-    figures: Vec<(&'static str, String)>,
+    figures: Vec<(String, String)>,
     details: Vec<String>,
 }
 
@@ -226,8 +226,8 @@ impl Report {
         }
     }
 
-    fn figure(&mut self, key: &'static str, value: impl std::fmt::Display) {
-        self.figures.push((key, value.to_string()));
+    fn figure(&mut self, key: impl Into<String>, value: impl std::fmt::Display) {
+        self.figures.push((key.into(), value.to_string()));
     }
 
     /// Record a requirement; the case fails if it does not hold.
@@ -1757,6 +1757,10 @@ async fn flags_case(ctx: Arc<Ctx>) -> Report {
                 took < Duration::from_millis(100),
                 format!("50,000 flags {arrange}: answered in {} < 100 ms", ms(took)),
             );
+        }
+        // The peak so far, after each arrangement: which one raises it.
+        if let Some((_, hwm)) = ctx.server_memory() {
+            report.figure(format!("peak_after_{arrange}"), mib(hwm));
         }
     }
     if let Some((_, hwm)) = ctx.server_memory() {

@@ -14,7 +14,9 @@
 //! | [`state`] | where the shoot context and Secrets come from: objects directory, Kubernetes API |
 //! | [`mutation`] | the engine that applies a profile to a control-plane object |
 //! | [`ccm`] | pure rendering of the cloud-controller-manager objects |
-//! | [`controller`] | the `ControlPlane` reconciler (shell around [`ccm`]) |
+//! | [`managedresources`] | objects to ManagedResources and their Secrets, as Gardener writes them |
+//! | [`secrets`] | Gardener's secrets-manager conventions: the control-plane CA and the CCM serving certificate |
+//! | [`controller`] | the generic extension reconciler and the `ControlPlane` actuator (shell around [`ccm`]), health checks, heartbeat |
 //! | [`tls`] | certificates: generation, loading, live reload |
 //! | [`server`] | the HTTPS admission server, health and metrics listeners |
 //! | [`deploy`] | installation manifests and webhook registration |
@@ -30,9 +32,11 @@ pub mod controller;
 pub mod decode;
 pub mod deploy;
 pub mod gardener;
+pub mod managedresources;
 pub mod mutation;
 pub mod patch;
 pub mod profile;
+pub mod secrets;
 pub mod server;
 pub mod state;
 pub mod tls;

@@ -213,7 +213,11 @@ fn errors_name_what_is_wrong() {
     let err = render_builtin(&aws_cp(None, aws_subnets()), &old, None, None)
         .expect_err("no image")
         .to_string();
-    assert!(err.contains("ccm.images") && err.contains("1.20"), "{err}");
+    assert!(
+        err.contains("ccm.image: could not find image \"cloud-controller-manager\"")
+            && err.contains("1.20.0"),
+        "{err}"
+    );
 
     let err = render_builtin(&openstack_cp("octavia"), &shoot4, None, None)
         .expect_err("no secret")
@@ -250,6 +254,8 @@ fn image_override_wins() {
             credentials: None,
             kube_apiserver_replicas: None,
             image_override: Some("example.org/ccm:dev"),
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+            server_secret: Some(SERVER_SECRET),
         },
         &spec,
     )
@@ -261,8 +267,10 @@ fn image_override_wins() {
     );
 }
 
+/// Each object lands in the ManagedResource Gardener's actuator puts it in;
+/// none carries an owner reference (GRM owns them).
 #[test]
-fn objects_carry_owner_reference_and_desired_hash() {
+fn objects_land_in_their_managed_resources() {
     let r = render_builtin(
         &aws_cp(None, aws_subnets()),
         &shoot(&["IPv4"], false),
@@ -270,30 +278,57 @@ fn objects_carry_owner_reference_and_desired_hash() {
         None,
     )
     .expect("renders");
-    let kinds: Vec<(&str, &str)> = r
-        .objects
-        .iter()
-        .map(|o| (o.kind, o.name.as_str()))
-        .collect();
+    let kinds = |list: &[ccm::DesiredObject]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|o| (o.kind.clone(), o.name.clone()))
+            .collect()
+    };
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, n)| (k.to_string(), n.to_string()))
+            .collect()
+    };
     assert_eq!(
-        kinds,
-        vec![
-            ("ConfigMap", "cloud-provider-config"),
-            ("Secret", "shoot-access-cloud-controller-manager"),
+        kinds(&r.config),
+        pairs(&[("ConfigMap", "cloud-provider-config")])
+    );
+    assert_eq!(
+        kinds(&r.seed),
+        pairs(&[
             ("Service", "cloud-controller-manager"),
             ("PodDisruptionBudget", "cloud-controller-manager"),
             ("VerticalPodAutoscaler", "cloud-controller-manager-vpa"),
             ("Deployment", "cloud-controller-manager"),
-        ]
+            ("ServiceMonitor", "shoot-cloud-controller-manager"),
+            ("PrometheusRule", "shoot-cloud-controller-manager"),
+        ])
     );
-    for o in &r.objects {
-        let owner = &o.object["metadata"]["ownerReferences"][0];
-        assert_eq!(owner["kind"], "ControlPlane");
-        assert_eq!(owner["controller"], true);
-        let hash = o.object["metadata"]["annotations"][ccm::DESIRED_HASH_ANNOTATION]
-            .as_str()
-            .expect("hash");
-        assert_eq!(hash, ccm::desired_hash(&o.object), "{}", o.kind);
+    assert_eq!(
+        kinds(&r.shoot),
+        pairs(&[(
+            "ClusterRoleBinding",
+            "extensions.gardener.cloud:provider-aws:cloud-controller-manager"
+        )])
+    );
+    assert_eq!(
+        r.access_secret.name,
+        "shoot-access-cloud-controller-manager"
+    );
+    for o in r.all() {
+        assert!(
+            o.object["metadata"].get("ownerReferences").is_none(),
+            "{} {}",
+            o.kind,
+            o.name
+        );
+    }
+    for o in r.config.iter().chain(&r.seed) {
+        assert_eq!(o.namespace, NS, "{} {}", o.kind, o.name);
+        assert_eq!(
+            o.object["metadata"]["namespace"], NS,
+            "{} {}",
+            o.kind, o.name
+        );
     }
 }
 
@@ -344,16 +379,18 @@ fn a_profile_without_vpa_renders_no_vpa() {
             credentials: None,
             kube_apiserver_replicas: None,
             image_override: None,
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+            server_secret: Some(SERVER_SECRET),
         },
         &spec,
     )
     .expect("renders");
-    let kinds: Vec<&str> = r.objects.iter().map(|o| o.kind).collect();
+    let kinds: Vec<&str> = r.all().into_iter().map(|o| o.kind.as_str()).collect();
     assert_eq!(
         kinds,
         [
-            "ConfigMap",
             "Secret",
+            "ConfigMap",
             "Service",
             "PodDisruptionBudget",
             "Deployment"

@@ -29,8 +29,8 @@ fn flags(r: &Rendered) -> Vec<String> {
 fn config_text(r: &Rendered) -> String {
     use base64::Engine as _;
     let obj = r
-        .objects
-        .iter()
+        .all()
+        .into_iter()
         .find(|o| o.name == "cloud-provider-config")
         .expect("config object");
     let value = obj.object["data"]["cloudprovider.conf"]
@@ -63,48 +63,34 @@ fn render(
 
 #[test]
 fn every_builtin_ccm_section_loads_validates_and_has_images() {
+    use scion::profile::{FindOptions, ImageVector};
+    let find = |provider: &str, minor: u64| {
+        let spec = builtin_spec(provider).unwrap_or_else(|e| panic!("{provider}: {e}"));
+        let version = semver::Version::new(1, minor, 1);
+        ImageVector::builtin(provider).find(
+            &spec.image,
+            &FindOptions {
+                target_version: Some(&version),
+                ..Default::default()
+            },
+        )
+    };
     for provider in scion::profile::BUILTIN_PROVIDERS {
         let spec = builtin_spec(provider).unwrap_or_else(|e| panic!("{provider}: {e}"));
         spec.validate()
             .unwrap_or_else(|(field, e)| panic!("{provider}: {field}: {e}"));
-        for minor in [32, 33, 34] {
-            let image = spec
-                .image_for(&semver::Version::new(1, minor, 1), None)
-                .unwrap_or_else(|e| panic!("{provider} 1.{minor}: {e}"));
+        for minor in [32, 33, 34, 35, 36] {
+            let image =
+                find(provider, minor).unwrap_or_else(|e| panic!("{provider} 1.{minor}: {e}"));
             assert!(image.contains(':'), "{provider}: {image}");
         }
     }
-    let v = |minor| semver::Version::new(1, minor, 0);
-    let gcp = builtin_spec("gcp").expect("gcp");
-    assert!(
-        gcp.image_for(&v(36), None)
-            .expect("1.36")
-            .ends_with(":v36.0.7")
-    );
-    assert!(
-        gcp.image_for(&v(40), None)
-            .expect("1.40")
-            .ends_with(":v36.0.7")
-    );
-    assert!(
-        gcp.image_for(&v(35), None)
-            .expect("1.35")
-            .ends_with(":v35.0.8")
-    );
-    assert!(gcp.image_for(&v(31), None).is_err(), "no image below 1.32");
-    let azure = builtin_spec("azure").expect("azure");
-    assert!(
-        azure
-            .image_for(&v(36), None)
-            .expect("1.36")
-            .ends_with(":v1.35.6")
-    );
-    let ali = builtin_spec("alicloud").expect("alicloud");
-    assert!(
-        ali.image_for(&v(29), None)
-            .expect("any")
-            .ends_with(":v2.14.0")
-    );
+    assert!(find("gcp", 36).expect("1.36").ends_with(":v36.0.7"));
+    assert!(find("gcp", 40).expect("1.40").ends_with(":v36.0.7"));
+    assert!(find("gcp", 35).expect("1.35").ends_with(":v35.0.8"));
+    assert!(find("gcp", 31).is_err(), "no image below 1.32");
+    assert!(find("azure", 36).expect("1.36").ends_with(":v1.35.6"));
+    assert!(find("alicloud", 29).expect("any").ends_with(":v2.14.0"));
 }
 
 #[test]

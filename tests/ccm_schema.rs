@@ -21,8 +21,15 @@ fn ccm_section_errors_name_the_field() {
             "clusterCIDRs",
         ),
         (
-            base.replace("\"1.32.x\":", "\"v1.32.x\":"),
-            "ccm.images.v1.32",
+            base.replace("  image: cloud-controller-manager\n", "  image: \" \"\n"),
+            "ccm.image: must name an image of the image vector",
+        ),
+        (
+            base.replace(
+                "  image: cloud-controller-manager\n",
+                "  images: {\"1.32.x\": x}\n",
+            ),
+            "unknown field `images`",
         ),
         (
             base.replace("updateMode: InPlaceOrRecreate", "updateMode: Sometimes"),

@@ -26,7 +26,6 @@ fn errors_in_the_new_primitives_name_the_problem() {
             GCP.replace("    else: --cidr-allocator-type=RangeAllocator\n", "    otherwise: x\n"),
             "otherwise",
         ),
-        (GCP.replace("\">= 1.36\":", "\"> 1.36.q\":"), "ccm.images.> 1.36"),
         (
             GCP.replace("    workloadIdentityItems:\n    - key: credentialsConfig\n      path: credentialsConfig\n    - key: token\n      path: token\n", ""),
             "ccm.credentialsMount.workloadIdentityKey/workloadIdentityItems",
@@ -78,6 +77,8 @@ fn credentials_items_generalise_the_single_key() {
         credentials: Some(&secret),
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+        server_secret: Some(SERVER_SECRET),
     };
     assert_eq!(
         ccm::render(&input, &old).expect("old"),
@@ -96,18 +97,20 @@ fn config_annotation(spec: &scion::profile::CcmSpec) -> (String, Value) {
             credentials: Some(&secret),
             kube_apiserver_replicas: None,
             image_override: None,
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+            server_secret: Some(SERVER_SECRET),
         },
         spec,
     )
     .expect("renders");
     let dep = r
-        .objects
-        .iter()
+        .all()
+        .into_iter()
         .find(|o| o.kind == "Deployment")
         .expect("deployment");
     let cm = r
-        .objects
-        .iter()
+        .all()
+        .into_iter()
         .find(|o| o.kind == "ConfigMap")
         .expect("configmap");
     (
@@ -168,13 +171,15 @@ fn conditions_compose() {
                 credentials: Some(&secret),
                 kube_apiserver_replicas: None,
                 image_override: None,
+                images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+                server_secret: Some(SERVER_SECRET),
             },
             &spec,
         )
         .expect("renders");
         let dep = r
-            .objects
-            .iter()
+            .all()
+            .into_iter()
             .find(|o| o.kind == "Deployment")
             .expect("d");
         serde_json::from_value(

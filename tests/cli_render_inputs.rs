@@ -4,7 +4,7 @@
 mod support;
 
 use scion::ccm::RenderInput;
-use scion::cli::render::{Output, inputs_from_state, load_render_inputs, render_text};
+use scion::cli::render::{Delivery, Output, inputs_from_state, load_render_inputs, render_text};
 use scion::state::Snapshot;
 use serde_json::Value;
 use support::controller::*;
@@ -56,13 +56,21 @@ fn finds_the_controlplane_and_its_cluster_among_multi_document_files() {
     );
 }
 
-#[test]
-fn yaml_and_json_outputs_carry_the_same_objects() {
+/// The aws example's inputs as `render` reads them from the state.
+fn aws_inputs() -> (
+    scion::gardener::ControlPlane,
+    std::sync::Arc<scion::gardener::ShootContext>,
+    Option<scion::gardener::ObjectData>,
+) {
     let mut snapshot = Snapshot::default();
     snapshot.insert_shoot(shoot(&["IPv4"], false));
     snapshot.insert_object(NS, "cloudprovider", aws_static_secret());
-    let (cp, shoot, secret) =
-        inputs_from_state(&snapshot, aws_cp(None, aws_subnets())).expect("inputs");
+    inputs_from_state(&snapshot, aws_cp(None, aws_subnets())).expect("inputs")
+}
+
+#[test]
+fn yaml_and_json_outputs_carry_the_same_objects() {
+    let (cp, shoot, secret) = aws_inputs();
     assert_eq!(secret, Some(aws_static_secret()));
     let spec = builtin_spec("aws").expect("spec");
     let input = RenderInput {
@@ -71,15 +79,72 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
         credentials: secret.as_ref(),
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+        server_secret: Some(SERVER_SECRET),
     };
-    let yaml = render_text(&input, &spec, Output::Yaml).expect("yaml");
+    let plain = |output| Delivery {
+        managed_resources: false,
+        output,
+    };
+    let yaml = render_text(&input, &spec, &[], plain(Output::Yaml)).expect("yaml");
     let docs: Vec<Value> = serde_saphyr::from_multiple(&yaml).expect("yaml parses");
     let json: Value =
-        serde_json::from_str(&render_text(&input, &spec, Output::Json).expect("json"))
+        serde_json::from_str(&render_text(&input, &spec, &[], plain(Output::Json)).expect("json"))
             .expect("json parses");
     assert_eq!(json["kind"], "List");
     assert_eq!(json["items"].as_array().expect("items"), &docs);
-    assert_eq!(docs.len(), 6);
+    let rendered = scion::ccm::render(&input, &spec).expect("renders");
+    let want: Vec<&Value> = rendered.all().into_iter().map(|o| &o.object).collect();
+    assert_eq!(docs.iter().collect::<Vec<_>>(), want);
+}
+
+/// `--managed-resources` prints the certificates, the shoot access Secret,
+/// then each ManagedResource's Secret and the ManagedResource, exactly the
+/// bundles the controller writes.
+#[test]
+fn managed_resources_output_is_the_controllers_bundles() {
+    let (cp, shoot, secret) = aws_inputs();
+    let spec = builtin_spec("aws").expect("spec");
+    let input = RenderInput {
+        cp: &cp,
+        shoot: &shoot,
+        credentials: secret.as_ref(),
+        kube_apiserver_replicas: None,
+        image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+        server_secret: Some(SERVER_SECRET),
+    };
+    let cert = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ca-provider-aws-controlplane-1", "namespace": NS}});
+    let delivery = Delivery {
+        managed_resources: true,
+        output: Output::Json,
+    };
+    let json: Value = serde_json::from_str(
+        &render_text(&input, &spec, std::slice::from_ref(&cert), delivery).expect("json"),
+    )
+    .expect("json parses");
+    let items = json["items"].as_array().expect("items");
+    let rendered = scion::ccm::render(&input, &spec).expect("renders");
+    let bundles = scion::controller::controlplane::bundles(NS, &rendered).expect("bundles");
+    let mut want = vec![cert, rendered.access_secret.object.clone()];
+    for b in bundles {
+        want.push(b.secret);
+        want.push(b.managed_resource);
+    }
+    assert_eq!(items, &want);
+    let names: Vec<&str> = items
+        .iter()
+        .filter(|i| i["kind"] == "ManagedResource")
+        .map(|i| i["metadata"]["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "extension-controlplane-configuration-seed",
+            "extension-controlplane-seed",
+            "extension-controlplane-shoot"
+        ]
+    );
 }
 
 #[test]
@@ -99,11 +164,21 @@ fn render_errors_name_the_controlplane() {
         credentials: None,
         kube_apiserver_replicas: None,
         image_override: None,
+        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+        server_secret: Some(SERVER_SECRET),
     };
     let err = format!(
         "{:#}",
-        render_text(&input, &builtin_spec("aws").expect("spec"), Output::Yaml)
-            .expect_err("no subnet")
+        render_text(
+            &input,
+            &builtin_spec("aws").expect("spec"),
+            &[],
+            Delivery {
+                managed_resources: false,
+                output: Output::Yaml
+            }
+        )
+        .expect_err("no subnet")
     );
     assert!(
         err.contains("rendering ControlPlane shoot--foo--bar/control-plane"),

@@ -1,5 +1,6 @@
-//! Controller reconcile flows against a scripted mock API server: create, no-op,
-//! drift, operation annotations, skips and errors.
+//! Reconcile flows of the ControlPlane controller against the stateful mock
+//! API server (tower_test, every call recorded): create, nothing requested,
+//! the reconcile annotation, a scion upgrade, skips, errors and the timeout.
 
 mod support;
 
@@ -13,130 +14,298 @@ use serde_json::{Value, json};
 use support::controller::mock::*;
 use support::controller::*;
 
+const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
+const SEED_MR: &str = "extension-controlplane-seed";
+const SHOOT_MR: &str = "extension-controlplane-shoot";
+
+/// The writes with the hash suffixes of Secret names cut off.
+fn unhashed_writes(f: &Fake) -> Vec<String> {
+    f.writes()
+        .iter()
+        .map(|w| match w.rsplit_once('/') {
+            Some((head, name)) => format!("{head}/{}", unhashed(name)),
+            None => w.clone(),
+        })
+        .collect()
+}
+
+/// A created ControlPlane, as the fake stores it after a successful reconcile.
+async fn created(shoot: &scion::gardener::ShootContext) -> Fake {
+    let f = fake(state(shoot.clone()), "aws");
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    f
+}
+
 #[tokio::test]
-async fn create_adds_finalizer_reports_processing_applies_and_succeeds() {
+async fn create_writes_certificates_access_secret_and_three_managed_resources() {
     let shoot = shoot(&["IPv4"], false);
-    let cp = aws_cp(None, aws_subnets());
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let mut calls = vec![
-        call("PATCH", CP_PATH, 200, cp_json(&with_finalizer(cp.clone()))).body(|b| {
-            assert_eq!(b, &json!([
-                {"op": "test", "path": "/metadata/finalizers", "value": null},
-                {"op": "add", "path": "/metadata/finalizers", "value": ["extensions.gardener.cloud/controlplane"]},
-            ]));
-        }),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(|b| {
-            status_is("Create", "Processing", 1)(b);
-            assert_eq!(b["status"]["lastOperation"]["description"], "Reconciling the ControlPlane");
-        }),
-    ];
-    for o in desired(&cp, &shoot) {
-        let want = o.object.clone();
-        calls.push(call("GET", object_path(&o), 404, not_found()));
-        calls.push(
-            call("PATCH", object_path(&o), 200, live(&o))
-                .query(&["fieldManager=scion", "force=true"])
-                .body(move |b| assert_eq!(b, &want)),
+    let f = fake(state(shoot.clone()), "aws");
+    let action = f
+        .reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    assert_eq!(action, Action::requeue(Duration::from_secs(600)));
+    assert_eq!(
+        unhashed_writes(&f),
+        [
+            "PATCH cp",
+            "PATCH cp/status",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST mr",
+            "POST secret",
+            "POST mr",
+            "POST secret",
+            "POST mr",
+            "PATCH cp/status",
+        ]
+    );
+    let api = f.api.lock().unwrap();
+    let posted: Vec<String> = api
+        .calls
+        .iter()
+        .filter(|c| c.method == "POST")
+        .map(|c| unhashed(c.body["metadata"]["name"].as_str().expect("name")))
+        .collect();
+    assert_eq!(
+        posted,
+        [
+            "ca-provider-aws-controlplane",
+            "ca-provider-aws-controlplane-bundle",
+            "cloud-controller-manager-server",
+            "shoot-access-cloud-controller-manager",
+            CONFIG_MR,
+            CONFIG_MR,
+            SEED_MR,
+            SEED_MR,
+            SHOOT_MR,
+            SHOOT_MR,
+        ]
+    );
+    let finalizer = &api.calls[0].body;
+    assert_eq!(
+        finalizer,
+        &json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["extensions.gardener.cloud/controlplane"]},
+        ])
+    );
+    drop(api);
+    let cp = f.controlplane();
+    let status = cp.status.expect("status");
+    let last = status.last_operation.expect("lastOperation");
+    assert_eq!(
+        (last.type_.as_str(), last.state.as_str(), last.progress),
+        ("Create", "Succeeded", 100)
+    );
+    assert_eq!(last.description, "Successfully reconciled ControlPlane");
+    assert_eq!(status.observed_generation, Some(1));
+
+    // Seed class for the seed-side ManagedResources, the shoot one with
+    // Gardener's shoot defaults; each references its immutable Secret.
+    for (name, class) in [
+        (CONFIG_MR, Some("seed")),
+        (SEED_MR, Some("seed")),
+        (SHOOT_MR, None),
+    ] {
+        let mr = f.managed_resource(name).expect("stored");
+        assert_eq!(mr["spec"]["class"].as_str(), class, "{name}");
+        let secret = mr["spec"]["secretRefs"][0]["name"].as_str().expect("ref");
+        assert_eq!(unhashed(secret), name);
+        let stored = f.get(&secret_path(secret)).expect("secret");
+        assert_eq!(stored["immutable"], true);
+        assert_eq!(
+            stored["metadata"]["labels"]["resources.gardener.cloud/garbage-collectable-reference"],
+            "true"
         );
     }
-    calls.push(
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(|b| {
-            status_is("Create", "Succeeded", 100)(b);
-            assert_eq!(b["status"]["observedGeneration"], 1);
-            assert_eq!(b["status"]["lastError"], Value::Null);
-            assert_eq!(
-                b["status"]["lastOperation"]["description"],
-                "Successfully reconciled ControlPlane"
-            );
-        }),
+    let shoot_mr = f.managed_resource(SHOOT_MR).expect("shoot MR");
+    assert_eq!(shoot_mr["spec"]["keepObjects"], false);
+    assert_eq!(
+        shoot_mr["spec"]["injectLabels"],
+        json!({"shoot.gardener.cloud/no-cleanup": "true"})
     );
-    let server = serve(handle, calls);
-    let action = controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect("reconciles");
-    finish(server).await;
-    assert_eq!(action, Action::requeue(Duration::from_secs(600)));
-}
 
-#[tokio::test]
-async fn unchanged_second_reconcile_only_reads() {
-    let shoot = shoot(&["IPv4"], false);
-    let cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let calls = desired(&cp, &shoot)
+    // The CCM mounts the serving certificate Secret the secrets manager created.
+    let seed = f.managed_objects(SEED_MR);
+    let deployment = seed
         .iter()
-        .map(|o| call("GET", object_path(o), 200, live(o)))
-        .collect();
-    let server = serve(handle, calls);
-    let action = controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect("reconciles");
-    finish(server).await;
-    assert_eq!(action, Action::requeue(Duration::from_secs(600)));
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment");
+    let volumes = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes");
+    let server = volumes
+        .iter()
+        .find(|v| v["name"] == "cloud-controller-manager-server")
+        .expect("server volume")["secret"]["secretName"]
+        .as_str()
+        .expect("secretName");
+    let stored = f.get(&secret_path(server)).expect("server Secret exists");
+    assert_eq!(stored["type"], "kubernetes.io/tls");
+    assert!(seed.iter().any(|o| o["kind"] == "PrometheusRule"));
+    let shoot_objects = f.managed_objects(SHOOT_MR);
+    assert_eq!(shoot_objects[0]["kind"], "ClusterRoleBinding");
 }
 
 #[tokio::test]
-async fn drift_is_repaired_by_applying_only_the_drifted_object() {
+async fn nothing_requested_makes_no_call_at_all() {
     let shoot = shoot(&["IPv4"], false);
-    let cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let mut calls = Vec::new();
-    for o in desired(&cp, &shoot) {
-        if o.kind == "Deployment" {
-            let mut drifted = live(&o);
-            drifted["spec"]["replicas"] = json!(0);
-            let want = o.object.clone();
-            calls.push(call("GET", object_path(&o), 200, drifted));
-            calls.push(
-                call("PATCH", object_path(&o), 200, live(&o)).body(move |b| assert_eq!(b, &want)),
-            );
-        } else {
-            calls.push(call("GET", object_path(&o), 200, live(&o)));
-        }
+    let f = created(&shoot).await;
+    f.clear();
+    for _ in 0..3 {
+        let action = f.reconcile_stored().await.expect("settled");
+        assert_eq!(action, Action::requeue(Duration::from_secs(600)));
     }
-    let server = serve(handle, calls);
-    controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect("reconciles");
-    finish(server).await;
+    assert_eq!(f.lines(), Vec::<String>::new());
 }
 
 #[tokio::test]
-async fn reconcile_annotation_is_removed_then_reconciled() {
+async fn reconcile_annotation_is_removed_and_an_unchanged_render_writes_no_managed_resource() {
     let shoot = shoot(&["IPv4"], false);
-    let cp = annotated(
-        succeeded(with_finalizer(aws_cp(None, aws_subnets()))),
-        "reconcile",
+    let f = created(&shoot).await;
+    f.store(&annotated(f.controlplane(), "reconcile"));
+    f.clear();
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(
+        f.writes(),
+        ["PATCH cp", "PATCH cp/status", "PATCH cp/status"]
     );
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let mut calls = vec![
-        call("PATCH", CP_PATH, 200, cp_json(&cp)).body(|b| {
-            assert_eq!(
-                b,
-                &json!({"metadata": {"annotations": {"gardener.cloud/operation": null}}})
-            );
-        }),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Reconcile",
-            "Processing",
-            1,
-        )),
-    ];
-    for o in desired(&cp, &shoot) {
-        calls.push(call("GET", object_path(&o), 200, live(&o)));
+    let api = f.api.lock().unwrap();
+    assert_eq!(
+        api.calls
+            .iter()
+            .find(|c| c.method == "PATCH")
+            .expect("patch")
+            .body,
+        json!({"metadata": {"annotations": {"gardener.cloud/operation": null}}})
+    );
+    drop(api);
+    let cp = f.controlplane();
+    assert!(
+        !cp.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("gardener.cloud/operation")
+    );
+    let last = cp.status.and_then(|s| s.last_operation).expect("last");
+    assert_eq!(
+        (last.type_.as_str(), last.state.as_str()),
+        ("Reconcile", "Succeeded")
+    );
+}
+
+/// The proof: a new scion (here a new CCM image) rolls no CCM until
+/// gardenlet asks; then it writes the new seed ManagedResource and leaves the
+/// old Secret to GRM's garbage collector.
+#[tokio::test]
+async fn an_upgraded_scion_writes_nothing_until_a_reconcile_is_requested() {
+    let shoot = shoot(&["IPv4"], false);
+    let old = created(&shoot).await;
+    let old_secret =
+        old.managed_resource(SEED_MR).expect("seed MR")["spec"]["secretRefs"][0]["name"]
+            .as_str()
+            .expect("ref")
+            .to_string();
+    let upgraded = fake_with(state(shoot.clone()), "aws", Some(old.api.clone()), |r| {
+        r.actuator.image_override = Some("registry.example/ccm:v2".into());
+    });
+    upgraded.clear();
+    for _ in 0..3 {
+        upgraded.reconcile_stored().await.expect("settled");
     }
-    calls.push(
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Reconcile",
-            "Succeeded",
-            100,
-        )),
+    assert_eq!(
+        upgraded.lines(),
+        Vec::<String>::new(),
+        "an upgrade alone made calls"
     );
-    let server = serve(handle, calls);
-    controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect("reconciles");
-    finish(server).await;
+
+    upgraded.store(&annotated(upgraded.controlplane(), "reconcile"));
+    upgraded.clear();
+    upgraded.reconcile_stored().await.expect("reconciles");
+    assert_eq!(
+        unhashed_writes(&upgraded),
+        [
+            "PATCH cp",
+            "PATCH cp/status",
+            "POST secret",
+            "PUT mr/extension-controlplane-seed",
+            "PATCH cp/status"
+        ]
+    );
+    let image = upgraded
+        .managed_objects(SEED_MR)
+        .into_iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+        .clone();
+    assert_eq!(image, "registry.example/ccm:v2");
+    let old = upgraded
+        .get(&secret_path(&old_secret))
+        .expect("old Secret kept for GRM");
+    assert_eq!(
+        old["metadata"]["labels"]["resources.gardener.cloud/garbage-collectable-reference"],
+        "true"
+    );
+}
+
+#[tokio::test]
+async fn a_generation_change_or_a_failed_last_operation_renders() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = created(&shoot).await;
+    let mut cp = f.controlplane();
+    cp.metadata.generation = Some(2);
+    f.store(&cp);
+    f.clear();
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(f.writes(), ["PATCH cp/status", "PATCH cp/status"]);
+    assert_eq!(
+        f.controlplane().status.expect("status").observed_generation,
+        Some(2)
+    );
+
+    let mut cp = f.controlplane();
+    if let Some(last) = cp.status.as_mut().and_then(|s| s.last_operation.as_mut()) {
+        last.state = "Error".into();
+    }
+    f.store(&cp);
+    f.clear();
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(f.writes(), ["PATCH cp/status", "PATCH cp/status"]);
+}
+
+/// `--ignore-operation-annotation`: a changed Cluster renders without a request.
+#[tokio::test]
+async fn ignoring_the_operation_annotation_renders_on_every_change() {
+    let shoot = shoot(&["IPv4"], false);
+    let base = created(&shoot).await;
+    let mut f = fake_with(state(shoot.clone()), "aws", Some(base.api.clone()), |r| {
+        r.ignore_operation_annotation = true;
+    });
+    f.clear();
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(
+        f.writes(),
+        ["PATCH cp/status", "PATCH cp/status"],
+        "first look renders"
+    );
+    f.clear();
+    f.reconcile_stored().await.expect("settled");
+    assert_eq!(f.lines(), Vec::<String>::new(), "nothing changed since");
+    // The Cluster moves (a new resource version): rendered again, unasked.
+    let mut changed = shoot.clone();
+    changed.resource_version = Some("8".into());
+    Arc::get_mut(&mut f.ctx).expect("sole owner").state = Arc::new(state(changed));
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(f.writes(), ["PATCH cp/status", "PATCH cp/status"]);
+    f.clear();
+    f.reconcile_stored().await.expect("settled");
+    assert_eq!(f.lines(), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -163,13 +332,10 @@ async fn wait_for_state_other_types_and_failed_shoots_make_no_call() {
         (aws_cp(None, aws_subnets()), failed, "aws"),
     ];
     for (cp, shoot, provider) in cases {
-        let (ctx, handle) = context(state(shoot), provider);
-        let server = serve(handle, vec![]);
-        let action = controller::reconcile(Arc::new(cp), ctx)
-            .await
-            .expect("skips without error");
-        finish(server).await;
+        let f = fake(state(shoot), provider);
+        let action = f.reconcile(&cp).await.expect("skips without error");
         assert_eq!(action, Action::await_change());
+        assert_eq!(f.lines(), Vec::<String>::new());
     }
 }
 
@@ -177,61 +343,41 @@ async fn wait_for_state_other_types_and_failed_shoots_make_no_call() {
 async fn render_error_sets_last_error_and_requeues_with_backoff() {
     let shoot = shoot(&["IPv4"], false);
     let cp = aws_cp(None, json!([]));
-    let (ctx, handle) = context(state(shoot), "aws");
-    let calls = vec![
-        call("PATCH", CP_PATH, 200, cp_json(&with_finalizer(cp.clone()))),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Create",
-            "Processing",
-            1,
-        )),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(|b| {
-            status_is("Create", "Error", 50)(b);
-            let description = b["status"]["lastError"]["description"]
-                .as_str()
-                .expect("lastError");
-            assert!(
-                description
-                    .starts_with("Error reconciling ControlPlane: could not determine subnet"),
-                "{description}"
-            );
-            assert!(
-                description.contains("purpose public, internal or nodes"),
-                "{description}"
-            );
-            assert_eq!(b["status"]["lastOperation"]["description"], description);
-            assert_eq!(b["status"]["observedGeneration"], 1);
-        }),
-    ];
-    let server = serve(handle, calls);
-    let cp = Arc::new(cp);
-    let err = controller::reconcile(cp.clone(), ctx.clone())
-        .await
-        .expect_err("fails");
-    finish(server).await;
+    let f = fake(state(shoot), "aws");
+    let err = f.reconcile(&cp).await.expect_err("fails");
+    let status = f.controlplane().status.expect("status");
+    let last = status.last_operation.expect("last");
     assert_eq!(
-        controller::error_policy(cp.clone(), &err, ctx.clone()),
+        (last.type_.as_str(), last.state.as_str(), last.progress),
+        ("Create", "Error", 50)
+    );
+    let description = status.last_error.expect("lastError").description;
+    assert!(
+        description.starts_with("Error reconciling ControlPlane: could not determine subnet"),
+        "{description}"
+    );
+    assert_eq!(last.description, description);
+    assert_eq!(status.observed_generation, Some(1));
+    let cp = Arc::new(f.controlplane());
+    assert_eq!(
+        controller::error_policy(cp.clone(), &err, f.ctx.clone()),
         Action::requeue(Duration::from_secs(1))
     );
-    // The event of our own Error status patch does not bypass the backoff: no API
-    // call (the mock server is gone), just a requeue at the end of the backoff.
-    let waiting = controller::reconcile(cp.clone(), ctx.clone())
+    // The event of our own Error status patch does not bypass the backoff.
+    f.clear();
+    let waiting = controller::reconcile(cp.clone(), f.ctx.clone())
         .await
         .expect("waits for the backoff");
-    assert_ne!(waiting, Action::await_change());
     assert!(
         format!("{waiting:?}").contains("requeue_after: Some("),
         "{waiting:?}"
     );
-    // A new request (the reconcile annotation) is served at once.
-    let requested = Arc::new(annotated((*cp).clone(), "reconcile"));
-    let err = controller::reconcile(requested, ctx.clone())
-        .await
-        .expect_err("the mock server is gone");
-    assert!(matches!(err, controller::Error::Kube { .. }), "{err}");
-    // Two failures in a row: 2 s.
+    assert_eq!(f.lines(), Vec::<String>::new());
+    // A new request (the reconcile annotation) is served at once, and fails again: 2 s.
+    f.store(&annotated((*cp).clone(), "reconcile"));
+    let err = f.reconcile_stored().await.expect_err("fails again");
     assert_eq!(
-        controller::error_policy(cp, &err, ctx),
+        controller::error_policy(cp, &err, f.ctx.clone()),
         Action::requeue(Duration::from_secs(2))
     );
 }

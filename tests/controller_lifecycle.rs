@@ -1,242 +1,448 @@
-//! Controller lifecycle flows against a scripted mock API server: delete, blocked
-//! delete, migrate, restore and hibernation.
+//! Lifecycle flows of the ControlPlane controller against the stateful mock
+//! API server (tower_test, every call recorded): delete waiting for GRM, a
+//! stuck deletion, migrate, restore, hibernation and taking over the
+//! ManagedResources a Go extension left.
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::controller::Action;
-use scion::ccm::{self, RenderInput};
-use scion::controller;
-use serde_json::json;
+use serde_json::{Value, json};
 use support::controller::mock::*;
 use support::controller::*;
 
+const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
+const SEED_MR: &str = "extension-controlplane-seed";
+const SHOOT_MR: &str = "extension-controlplane-shoot";
+const SHOOT_CRDS_MR: &str = "extension-controlplane-shoot-crds";
+
+async fn created(shoot: &scion::gardener::ShootContext) -> Fake {
+    let f = fake(state(shoot.clone()), "aws");
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    f
+}
+
+fn deleting(f: &Fake) {
+    let mut cp = f.controlplane();
+    cp.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+    f.store(&cp);
+}
+
+/// The index of the first recorded line equal to `line` (after `from`).
+fn position(lines: &[String], line: &str, from: usize) -> usize {
+    lines[from..]
+        .iter()
+        .position(|l| l == line)
+        .map(|i| i + from)
+        .unwrap_or_else(|| panic!("{line} not after #{from} in {lines:#?}"))
+}
+
 #[tokio::test]
-async fn delete_removes_objects_in_order_then_the_finalizer() {
+async fn delete_waits_for_grm_in_gardeners_order_then_drops_the_finalizer() {
     let shoot = shoot(&["IPv4"], false);
-    let mut cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
-    cp.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-    ));
-    let (ctx, handle) = context(state(shoot), "aws");
-    let mut calls = vec![
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Delete",
-            "Processing",
-            1,
-        )),
-    ];
-    let order = [
-        ("/apis/apps/v1", "deployments", "cloud-controller-manager"),
-        (
-            "/apis/autoscaling.k8s.io/v1",
-            "verticalpodautoscalers",
-            "cloud-controller-manager-vpa",
-        ),
-        (
-            "/apis/policy/v1",
-            "poddisruptionbudgets",
-            "cloud-controller-manager",
-        ),
-        ("/api/v1", "services", "cloud-controller-manager"),
-        (
-            "/api/v1",
-            "secrets",
-            "shoot-access-cloud-controller-manager",
-        ),
-        ("/api/v1", "configmaps", "cloud-provider-config"),
-    ];
-    for (prefix, plural, name) in order {
-        let path = format!("{prefix}/namespaces/{NS}/{plural}/{name}");
-        let gone = json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200});
-        calls.push(call("DELETE", path.clone(), 200, gone));
-        calls.push(call("GET", path, 404, not_found()));
+    let f = created(&shoot).await;
+    deleting(&f);
+    {
+        let mut api = f.api.lock().unwrap();
+        for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+            api.linger(&mr_path(name), 2);
+        }
     }
-    calls.push(
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Delete",
-            "Succeeded",
-            100,
-        )),
-    );
-    calls.push(call("PATCH", CP_PATH, 200, cp_json(&cp)).body(|b| {
-        assert_eq!(b, &json!([
-            {"op": "test", "path": "/metadata/finalizers/0", "value": "extensions.gardener.cloud/controlplane"},
-            {"op": "remove", "path": "/metadata/finalizers/0"},
-        ]));
-    }));
-    let server = serve(handle, calls);
-    let action = controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect("deletes");
-    finish(server).await;
+    f.clear();
+    let action = f.reconcile_stored().await.expect("deletes");
     assert_eq!(action, Action::await_change());
-}
-
-#[tokio::test]
-async fn blocked_deletion_names_the_object_and_its_finalizers() {
-    let shoot = shoot(&["IPv4"], false);
-    let mut cp = with_finalizer(aws_cp(None, aws_subnets()));
-    cp.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-    ));
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
-    ctx.delete_wait = Duration::ZERO;
-    let ctx = Arc::new(ctx);
-    let deployment = desired(&cp, &shoot)
-        .into_iter()
-        .find(|o| o.kind == "Deployment")
-        .expect("deployment");
-    let mut stuck = live(&deployment);
-    stuck["metadata"]["finalizers"] = json!(["example.com/protect"]);
-    let calls = vec![
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Delete",
-            "Processing",
-            1,
-        )),
-        call("DELETE", object_path(&deployment), 200, stuck.clone()),
-        call("GET", object_path(&deployment), 200, stuck),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(|b| {
-            status_is("Delete", "Error", 50)(b);
-            let d = b["status"]["lastError"]["description"]
-                .as_str()
-                .expect("lastError");
-            assert!(
-                d.contains("Deployment shoot--foo--bar/cloud-controller-manager still exists"),
-                "{d}"
-            );
-            assert!(d.contains("example.com/protect"), "{d}");
-        }),
-    ];
-    let server = serve(handle, calls);
-    let err = controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect_err("blocked");
-    finish(server).await;
-    assert!(
-        err.to_string().contains("cloud-controller-manager"),
-        "{err}"
+    let lines: Vec<String> = f.lines().iter().map(|l| short(l)).collect();
+    // Each ManagedResource is deleted only after the one before it is gone
+    // (GRM kept each for two more GETs).
+    let mut at = 0;
+    for name in [SHOOT_MR, SEED_MR, CONFIG_MR] {
+        at = position(&lines, &format!("DELETE mr/{name}"), at);
+        let gets = lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.starts_with("DELETE mr/"))
+            .filter(|l| **l == format!("GET mr/{name}"))
+            .count();
+        assert_eq!(gets, 3, "{name} polled until gone: {lines:#?}");
+        at += 1;
+    }
+    position(
+        &lines,
+        "DELETE secret/shoot-access-cloud-controller-manager",
+        at,
     );
-}
-
-#[tokio::test]
-async fn migrate_keeps_objects_and_drops_finalizers() {
-    let cp = annotated(
-        succeeded(with_finalizer(aws_cp(None, aws_subnets()))),
-        "migrate",
-    );
-    let (ctx, handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let calls = vec![
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is("Migrate", "Processing", 1)),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is("Migrate", "Succeeded", 100)),
-        call("PATCH", CP_PATH, 200, cp_json(&cp)).body(|b| {
-            assert_eq!(b, &json!({"metadata": {"finalizers": null, "annotations": {"gardener.cloud/operation": null}}}));
-        }),
-    ];
-    let server = serve(handle, calls);
-    let action = controller::reconcile(Arc::new(cp), ctx)
-        .await
-        .expect("migrates");
-    finish(server).await;
-    assert_eq!(action, Action::await_change());
-}
-
-#[tokio::test]
-async fn migrated_object_is_skipped_until_restored() {
-    let mut cp = with_finalizer(aws_cp(None, aws_subnets()));
-    cp.status = Some(scion::gardener::ControlPlaneStatus {
-        last_operation: Some(scion::gardener::LastOperation {
-            type_: "Migrate".into(),
-            state: "Succeeded".into(),
-            progress: 100,
-            ..Default::default()
-        }),
-        observed_generation: Some(1),
-        ..Default::default()
-    });
-    let (ctx, handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let server = serve(handle, vec![]);
     assert_eq!(
-        controller::reconcile(Arc::new(cp), ctx)
-            .await
-            .expect("skips"),
+        lines.last().map(String::as_str),
+        Some("PATCH cp"),
+        "finalizer last"
+    );
+    assert!(f.get(CP_PATH).is_none(), "the ControlPlane is gone");
+    assert_eq!(
+        f.secret_names(),
+        Vec::<String>::new(),
+        "no Secret left behind"
+    );
+    for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+        assert!(f.managed_resource(name).is_none(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn a_deletion_grm_cannot_finish_is_reported_with_grms_message_and_code() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = fake_with(state(shoot.clone()), "aws", None, |r| {
+        r.actuator.delete_wait = Duration::from_millis(20);
+    });
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    {
+        let mut api = f.api.lock().unwrap();
+        let mr = api.get_mut(&mr_path(SHOOT_MR)).expect("shoot MR");
+        mr["metadata"]["finalizers"] =
+            json!(["resources.gardener.cloud/gardener-resource-manager"]);
+        mr["status"] = json!({"conditions": [{
+            "type": "ResourcesApplied", "status": "False", "reason": "DeletionFailed",
+            "message": "Error during apply of object \"v1/ConfigMap/kube-system/x\" is invalid: data: bad",
+            "lastTransitionTime": "2026-11-21T03:00:00Z", "lastUpdateTime": "2026-11-21T03:00:00Z",
+        }]});
+    }
+    deleting(&f);
+    let err = f.reconcile_stored().await.expect_err("stuck");
+    assert!(err.to_string().contains("still exists"), "{err}");
+    let cp = f.controlplane();
+    let status = cp.status.expect("status");
+    let last_error = status.last_error.expect("lastError");
+    assert!(
+        last_error
+            .description
+            .contains("error while waiting for all resources to be deleted"),
+        "{}",
+        last_error.description
+    );
+    assert!(
+        last_error.description.contains("data: bad"),
+        "{}",
+        last_error.description
+    );
+    assert_eq!(last_error.codes, ["ERR_CONFIGURATION_PROBLEM"]);
+    assert!(
+        cp.metadata.finalizers.is_some_and(|f| !f.is_empty()),
+        "finalizer kept"
+    );
+    assert!(
+        f.managed_resource(SEED_MR).is_some(),
+        "seed MR waits for the shoot MR"
+    );
+}
+
+#[tokio::test]
+async fn force_deletion_does_not_wait() {
+    let mut shoot = shoot(&["IPv4"], false);
+    shoot.shoot.metadata.annotations.insert(
+        "confirmation.gardener.cloud/force-deletion".into(),
+        "true".into(),
+    );
+    let f = created(&shoot).await;
+    {
+        let mut api = f.api.lock().unwrap();
+        for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+            api.get_mut(&mr_path(name)).expect("MR")["metadata"]["finalizers"] =
+                json!(["resources.gardener.cloud/gardener-resource-manager"]);
+        }
+    }
+    deleting(&f);
+    f.clear();
+    f.reconcile_stored().await.expect("deletes without waiting");
+    let lines: Vec<String> = f.lines().iter().map(|l| short(l)).collect();
+    for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+        assert!(lines.contains(&format!("DELETE mr/{name}")), "{lines:#?}");
+    }
+    assert!(f.get(CP_PATH).is_none());
+}
+
+#[tokio::test]
+async fn migrate_keeps_the_shoot_objects_and_drops_every_finalizer() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = created(&shoot).await;
+    let mut cp = annotated(f.controlplane(), "migrate");
+    cp.metadata
+        .finalizers
+        .get_or_insert_with(Vec::new)
+        .push("example.com/other".into());
+    f.store(&cp);
+    f.api.lock().unwrap().linger(&mr_path(SHOOT_MR), 1);
+    f.clear();
+    let action = f.reconcile_stored().await.expect("migrates");
+    assert_eq!(action, Action::await_change());
+    {
+        let api = f.api.lock().unwrap();
+        let keep = api
+            .calls
+            .iter()
+            .find(|c| c.method == "PATCH" && c.path == mr_path(SHOOT_MR))
+            .expect("keepObjects patch");
+        assert_eq!(keep.body, json!({"spec": {"keepObjects": true}}));
+        let last = api.calls.last().expect("calls");
+        assert_eq!(last.path, CP_PATH);
+        assert_eq!(
+            last.body,
+            json!({"metadata": {"finalizers": null, "annotations": {"gardener.cloud/operation": null}}})
+        );
+    }
+    let cp = f.controlplane();
+    assert_eq!(cp.metadata.finalizers, None);
+    let op = cp.status.and_then(|s| s.last_operation).expect("last");
+    assert_eq!(
+        (op.type_.as_str(), op.state.as_str()),
+        ("Migrate", "Succeeded")
+    );
+    assert_eq!(
+        f.secret_names(),
+        Vec::<String>::new(),
+        "certificates gone from this seed"
+    );
+
+    // Migrated: nothing until restore or migrate is requested.
+    f.clear();
+    assert_eq!(
+        f.reconcile_stored().await.expect("skips"),
         Action::await_change()
     );
-    finish(server).await;
+    assert_eq!(f.lines(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn restore_adds_the_finalizer_delivers_and_removes_the_annotation() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = fake(state(shoot), "aws");
+    f.reconcile(&annotated(aws_cp(None, aws_subnets()), "restore"))
+        .await
+        .expect("restores");
+    let cp = f.controlplane();
+    assert_eq!(
+        cp.metadata.finalizers,
+        Some(vec!["extensions.gardener.cloud/controlplane".to_string()])
+    );
+    assert!(
+        !cp.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("gardener.cloud/operation")
+    );
+    let op = cp.status.and_then(|s| s.last_operation).expect("last");
+    assert_eq!(
+        (op.type_.as_str(), op.state.as_str()),
+        ("Restore", "Succeeded")
+    );
+    for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+        assert!(f.managed_resource(name).is_some(), "{name}");
+    }
+}
+
+/// The restored CA (gardenlet writes the persisted Secrets back before it
+/// asks for `restore`) is used, not replaced.
+#[tokio::test]
+async fn restore_reuses_the_persisted_ca() {
+    let shoot = shoot(&["IPv4"], false);
+    let first = created(&shoot).await;
+    let ca: Vec<Value> = {
+        let api = first.api.lock().unwrap();
+        api.list(&format!("/api/v1/namespaces/{NS}/secrets"))
+            .into_iter()
+            .filter(|s| s["metadata"]["labels"]["persist"] == "true")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(ca.len(), 1, "one persisted CA");
+    let f = fake(state(shoot), "aws");
+    f.api.lock().unwrap().insert(ca[0].clone());
+    f.reconcile(&annotated(aws_cp(None, aws_subnets()), "restore"))
+        .await
+        .expect("restores");
+    let posted: Vec<String> = f
+        .api
+        .lock()
+        .unwrap()
+        .calls
+        .iter()
+        .filter(|c| c.method == "POST")
+        .map(|c| unhashed(c.body["metadata"]["name"].as_str().unwrap_or_default()))
+        .collect();
+    assert!(
+        !posted.contains(&"ca-provider-aws-controlplane".to_string()),
+        "{posted:?}"
+    );
+    assert!(
+        posted.contains(&"cloud-controller-manager-server".to_string()),
+        "{posted:?}"
+    );
 }
 
 #[tokio::test]
 async fn hibernated_shoot_waits_for_kube_apiserver_before_scaling_down() {
     let shoot = shoot(&["IPv4"], true);
-    let cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let kas = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "kube-apiserver", "namespace": NS}, "spec": {"replicas": 2, "selector": {}, "template": {}}});
-    let input = RenderInput {
-        cp: &cp,
-        shoot: &shoot,
-        credentials: Some(&aws_static_secret()),
-        kube_apiserver_replicas: Some(2),
-        image_override: None,
-    };
-    let objects = ccm::render(&input, &builtin_spec("aws").expect("spec"))
-        .expect("renders")
-        .objects;
-    let mut calls = vec![call(
-        "GET",
-        format!("/apis/apps/v1/namespaces/{NS}/deployments/kube-apiserver"),
-        200,
-        kas,
-    )];
-    for o in &objects {
-        calls.push(call("GET", object_path(o), 200, live(o)));
-    }
-    let server = serve(handle, calls);
-    let action = controller::reconcile(Arc::new(cp), ctx)
+    let f = fake(state(shoot.clone()), "aws");
+    f.api
+        .lock()
+        .unwrap()
+        .insert(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "kube-apiserver", "namespace": NS}, "spec": {"replicas": 2}}));
+    let action = f
+        .reconcile(&aws_cp(None, aws_subnets()))
         .await
         .expect("reconciles");
-    finish(server).await;
     assert_eq!(action, Action::requeue(Duration::from_secs(2)));
+    let replicas = |f: &Fake| {
+        f.managed_objects(SEED_MR)
+            .into_iter()
+            .find(|o| o["kind"] == "Deployment")
+            .expect("Deployment")["spec"]["replicas"]
+            .clone()
+    };
+    assert_eq!(replicas(&f), 1, "kube-apiserver still runs");
+    // The requeue runs the operation again although nothing was requested.
+    f.api.lock().unwrap().remove(&format!(
+        "/apis/apps/v1/namespaces/{NS}/deployments/kube-apiserver"
+    ));
+    let action = f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(action, Action::requeue(Duration::from_secs(600)));
+    assert_eq!(replicas(&f), 0, "scaled down after kube-apiserver");
 }
 
 #[tokio::test]
-async fn restore_adds_finalizer_applies_and_removes_the_annotation() {
-    let shoot = shoot(&["IPv4"], false);
-    let cp = annotated(aws_cp(None, aws_subnets()), "restore");
-    let (ctx, handle) = context(state(shoot.clone()), "aws");
-    let mut calls = vec![
-        call("PATCH", CP_PATH, 200, cp_json(&with_finalizer(cp.clone()))),
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(|b| {
-            status_is("Restore", "Processing", 1)(b);
-            assert_eq!(
-                b["status"]["lastOperation"]["description"],
-                "Restoring the ControlPlane"
-            );
-        }),
-    ];
-    for o in desired(&cp, &shoot) {
-        calls.push(call("GET", object_path(&o), 404, not_found()));
-        calls.push(call("PATCH", object_path(&o), 200, live(&o)));
-    }
-    calls.push(
-        call("PATCH", format!("{CP_PATH}/status"), 200, cp_json(&cp)).body(status_is(
-            "Restore",
-            "Succeeded",
-            100,
-        )),
-    );
-    calls.push(call("PATCH", CP_PATH, 200, cp_json(&cp)).body(|b| {
-        assert_eq!(
-            b,
-            &json!({"metadata": {"annotations": {"gardener.cloud/operation": null}}})
-        );
-    }));
-    let server = serve(handle, calls);
-    controller::reconcile(Arc::new(cp), ctx)
+async fn a_hibernated_shoot_being_deleted_keeps_one_ccm_for_the_load_balancers() {
+    let mut shoot = shoot(&["IPv4"], true);
+    shoot.shoot.metadata.deletion_timestamp = Some("2026-11-21T03:00:00Z".into());
+    let f = fake(state(shoot), "aws");
+    f.reconcile(&aws_cp(None, aws_subnets()))
         .await
-        .expect("restores");
-    finish(server).await;
+        .expect("reconciles");
+    let deployment = f
+        .managed_objects(SEED_MR)
+        .into_iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    assert!(
+        !f.lines().iter().any(|l| l.contains("kube-apiserver")),
+        "kube-apiserver not read while the shoot is deleted"
+    );
+}
+
+/// A seed where the Go extension ran: its ManagedResources (other labels, an
+/// unhashed Secret), its CA and server certificate, and an
+/// `extension-controlplane-shoot-crds` scion does not render. scion updates
+/// the same ManagedResources in place (no second one), leaves the Go
+/// extension's old Secrets to GRM's garbage collector, and keeps the CRDs one.
+#[tokio::test]
+async fn the_go_extensions_managed_resources_are_taken_over() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = fake(state(shoot), "aws");
+    {
+        let mut api = f.api.lock().unwrap();
+        for name in [CONFIG_MR, SEED_MR, SHOOT_MR, SHOOT_CRDS_MR] {
+            let secret = format!("{name}-0a1b2c3d");
+            api.insert(
+                json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": true,
+                "metadata": {"name": secret, "namespace": NS,
+                    "labels": {"resources.gardener.cloud/garbage-collectable-reference": "true"}},
+                "data": {"x": "eA=="}}),
+            );
+            let class = if name == SHOOT_MR || name == SHOOT_CRDS_MR {
+                Value::Null
+            } else {
+                json!("seed")
+            };
+            api.insert(json!({"apiVersion": "resources.gardener.cloud/v1alpha1", "kind": "ManagedResource",
+                "metadata": {"name": name, "namespace": NS,
+                    "labels": {"origin": "gardener-extension-provider-aws"},
+                    "annotations": {format!("reference.resources.gardener.cloud/secret-{}", "deadbeef"): secret}},
+                "spec": {"class": class, "secretRefs": [{"name": secret}]}}));
+        }
+    }
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    let writes = f.writes();
+    for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+        assert!(writes.contains(&format!("PUT mr/{name}")), "{writes:#?}");
+        assert!(
+            !writes.contains(&"POST mr".to_string()),
+            "no second ManagedResource"
+        );
+        let mr = f.managed_resource(name).expect("MR");
+        assert_eq!(
+            mr["metadata"]["labels"]["origin"],
+            "gardener-extension-provider-aws"
+        );
+        let annotations = mr["metadata"]["annotations"]
+            .as_object()
+            .expect("annotations");
+        assert_eq!(
+            annotations.len(),
+            1,
+            "the old reference annotation replaced: {annotations:?}"
+        );
+        let new_secret = mr["spec"]["secretRefs"][0]["name"].as_str().expect("ref");
+        assert_ne!(new_secret, format!("{name}-0a1b2c3d"));
+        let old = f
+            .get(&secret_path(&format!("{name}-0a1b2c3d")))
+            .expect("old Secret left for GRM");
+        assert_eq!(
+            old["metadata"]["labels"]["resources.gardener.cloud/garbage-collectable-reference"],
+            "true"
+        );
+    }
+    assert!(
+        !writes.iter().any(|w| w.contains(SHOOT_CRDS_MR)),
+        "{writes:#?}"
+    );
+    let mrs = f
+        .api
+        .lock()
+        .unwrap()
+        .list(&format!(
+            "/apis/resources.gardener.cloud/v1alpha1/namespaces/{NS}/managedresources"
+        ))
+        .len();
+    assert_eq!(mrs, 4, "no doubles");
+
+    // On deletion the Go extension's CRDs ManagedResource goes too.
+    deleting(&f);
+    f.reconcile_stored().await.expect("deletes");
+    assert!(f.managed_resource(SHOOT_CRDS_MR).is_none());
+    assert!(
+        f.get(&secret_path(&format!("{SHOOT_CRDS_MR}-0a1b2c3d")))
+            .is_none()
+    );
+}
+
+/// Gardener does not wait for the shoot webhooks ManagedResource while
+/// hibernation is enabled (no shoot kube-apiserver to delete them from).
+#[tokio::test]
+async fn a_hibernated_shoot_does_not_wait_for_its_shoot_webhooks() {
+    let shoot = shoot(&["IPv4"], true);
+    let f = fake_with(state(shoot), "aws", None, |r| {
+        r.actuator.delete_wait = Duration::from_millis(20);
+    });
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    f.api
+        .lock()
+        .unwrap()
+        .insert(json!({"apiVersion": "resources.gardener.cloud/v1alpha1",
+        "kind": "ManagedResource",
+        "metadata": {"name": "extension-controlplane-shoot-webhooks", "namespace": NS,
+            "finalizers": ["resources.gardener.cloud/gardener-resource-manager"]},
+        "spec": {"secretRefs": []}}));
+    deleting(&f);
+    f.reconcile_stored()
+        .await
+        .expect("deletes without waiting for the webhooks");
+    assert!(f.get(CP_PATH).is_none());
 }

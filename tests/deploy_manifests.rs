@@ -73,6 +73,7 @@ fn the_stream_splits_into_the_objects_in_apply_order() {
             "Service",
             "Deployment",
             "PodDisruptionBudget",
+            "VerticalPodAutoscaler",
             "MutatingWebhookConfiguration"
         ]
     );
@@ -130,7 +131,7 @@ fn webhook_configuration_matches_the_route_and_the_provider() {
         let config = webhook_configuration(&ext, None);
         assert_eq!(
             config.metadata.name.as_deref(),
-            Some(format!("gardener-extension-provider-{provider}").as_str())
+            Some(format!("scion-provider-{provider}").as_str())
         );
         let labels = config.metadata.labels.as_ref().unwrap();
         assert_eq!(
@@ -320,13 +321,16 @@ fn deployment_is_hardened_and_wired_to_the_server_ports() {
         "metadata.namespace"
     );
 
-    // the certificate Secret is mounted whole (no subPath), so rotations arrive live
+    // managed certificates: an in-memory directory the replica copies the
+    // leader's Secret into (no subPath, writable)
+    assert!(args.contains(&"--manage-certs"));
     let mount = &c["volumeMounts"][0];
     assert_eq!(mount["mountPath"], CERT_DIR);
     assert!(mount.get("subPath").is_none());
+    assert!(mount.get("readOnly").is_none());
     assert_eq!(
-        pod["volumes"][0]["secret"]["secretName"],
-        "gardener-extension-provider-aws-tls"
+        pod["volumes"][0]["emptyDir"],
+        serde_json::json!({"medium": "Memory", "sizeLimit": "1Mi"})
     );
 
     let labels = &d["spec"]["template"]["metadata"]["labels"];

@@ -21,33 +21,48 @@ fn rules_for(scope: Scope) -> Vec<PolicyRule> {
     }
 }
 
-fn name_of(names: Names) -> Option<String> {
+/// The object names a call touches (`None`: any name).
+fn names_of(names: Names) -> Option<Vec<String>> {
     match names {
         Names::Any => None,
-        Names::WebhookConfiguration => Some(ext().webhook_config_name()),
-        Names::ExtensionNamespace => Some(ext().namespace().to_owned()),
+        Names::WebhookConfiguration => Some(vec![ext().webhook_config_name()]),
+        Names::ExtensionNamespace => Some(vec![ext().namespace().to_owned()]),
+        Names::CertificateSecrets => Some(vec![
+            ext().cert_secret_name(),
+            ext().webhook_ca_secret_name(),
+        ]),
+        Names::HeartbeatLease => Some(vec!["gardener-extension-heartbeat".to_owned()]),
     }
+}
+
+fn name_of(names: Names) -> Option<String> {
+    names_of(names).map(|n| n.join(","))
 }
 
 #[test]
 fn every_api_call_is_allowed() {
     for call in API_CALLS {
         let rules = rules_for(call.scope);
-        let name = name_of(call.names);
-        for r in call.resources {
-            for verb in call.verbs {
-                let req = Request {
-                    group: r.group,
-                    resource: r.resource,
-                    verb: verb.as_str(),
-                    name: name.as_deref(),
-                };
-                assert!(
-                    allows(&rules, req),
-                    "{:?} of {:?} is not allowed",
-                    req,
-                    call.site
-                );
+        let names: Vec<Option<String>> = match names_of(call.names) {
+            None => vec![None],
+            Some(list) => list.into_iter().map(Some).collect(),
+        };
+        for name in &names {
+            for r in call.resources {
+                for verb in call.verbs {
+                    let req = Request {
+                        group: r.group,
+                        resource: r.resource,
+                        verb: verb.as_str(),
+                        name: name.as_deref(),
+                    };
+                    assert!(
+                        allows(&rules, req),
+                        "{:?} of {:?} is not allowed",
+                        req,
+                        call.site
+                    );
+                }
             }
         }
     }

@@ -5,7 +5,9 @@
 //! call surfaces as a join timeout; an unexpected extra call fails the
 //! registration (the mock service is closed once the verifier is done).
 //! Every request is also checked against the installed ClusterRole, so the
-//! RBAC table cannot miss a call the registration makes.
+//! RBAC table cannot miss a call the registration makes. Writes are
+//! server-side applies of scion's entries to `scion-provider-<p>`; the Go
+//! extension's `gardener-extension-provider-<p>` is never touched.
 
 mod support;
 
@@ -13,6 +15,17 @@ use http::{Method, StatusCode};
 use scion::deploy::{RegistrationError, RegistrationOutcome, register_webhook};
 use serde_json::json;
 use support::deploy::*;
+
+/// A server-side apply by field manager `scion`, forced.
+fn assert_apply(req: &http::Request<()>) {
+    assert_eq!(
+        req.headers()["content-type"],
+        "application/apply-patch+yaml"
+    );
+    let query = req.uri().query().unwrap_or("");
+    assert!(query.contains("fieldManager=scion"), "{query}");
+    assert!(query.contains("force=true"), "{query}");
+}
 
 #[tokio::test]
 async fn creates_the_configuration_with_ca_and_namespace_owner() {
@@ -24,9 +37,11 @@ async fn creates_the_configuration_with_ca_and_namespace_owner() {
         vec![
             call(Method::GET, MWC_PATH, StatusCode::NOT_FOUND, status(404, "NotFound")),
             call(Method::GET, NS_PATH, StatusCode::OK, namespace()),
-            call(Method::POST, MWC_COLLECTION, StatusCode::CREATED, json!({}))
+            call(Method::PATCH, MWC_PATH, StatusCode::CREATED, json!({}))
                 .checking(move |req, body| {
-                    assert!(req.uri().query().unwrap_or("").contains("fieldManager=scion"));
+                    assert_apply(req);
+                    assert_eq!(body["kind"], "MutatingWebhookConfiguration");
+                    assert_eq!(body["apiVersion"], "admissionregistration.k8s.io/v1");
                     assert_eq!(
                         body["metadata"]["ownerReferences"],
                         json!([{"apiVersion": "v1", "kind": "Namespace",
@@ -63,7 +78,7 @@ async fn creates_the_configuration_with_ca_and_namespace_owner() {
 }
 
 #[tokio::test]
-async fn rotation_patches_the_ca_bundle_under_optimistic_lock() {
+async fn rotation_applies_the_new_ca_bundle() {
     let (client, handle) = mock_client();
     let (old, new) = (ca("ca-old"), ca("ca-new"));
     let expected_ca = new.clone();
@@ -73,11 +88,10 @@ async fn rotation_patches_the_ca_bundle_under_optimistic_lock() {
             call(Method::GET, MWC_PATH, StatusCode::OK, stored(&old, "41")),
             call(Method::PATCH, MWC_PATH, StatusCode::OK, stored(&new, "42")).checking(
                 move |req, body| {
-                    assert_eq!(
-                        req.headers()["content-type"],
-                        "application/merge-patch+json"
-                    );
-                    assert_eq!(body["metadata"]["resourceVersion"], "41");
+                    assert_apply(req);
+                    // the stored owner is kept; no resourceVersion: apply does not lock
+                    assert_eq!(body["metadata"]["ownerReferences"][0]["uid"], NS_UID);
+                    assert!(body["metadata"].get("resourceVersion").is_none());
                     assert_eq!(ca_bundle_of(&body), expected_ca);
                     assert_eq!(body["webhooks"].as_array().unwrap().len(), 3);
                 },
@@ -137,55 +151,115 @@ async fn a_changed_webhook_is_restored_even_with_the_same_ca() {
 }
 
 #[tokio::test]
-async fn lost_create_race_falls_back_to_compare_and_patch() {
+async fn entries_of_another_manager_are_left_to_it() {
     let (client, handle) = mock_client();
     let (old, new) = (ca("ca-old"), ca("ca-new"));
-    let verifier = verifier(
+    let with_foreign = |pem: &[u8], rv: &str| {
+        let mut v = stored(pem, rv);
+        v["webhooks"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "audit.example.com", "sideEffects": "None"}));
+        v
+    };
+    // same CA: the foreign entry is no reason to write
+    let verifier1 = verifier(
+        handle,
+        vec![call(
+            Method::GET,
+            MWC_PATH,
+            StatusCode::OK,
+            with_foreign(&new, "5"),
+        )],
+    );
+    let outcome = register_webhook(&client, &extension(), &new).await.unwrap();
+    assert_eq!(outcome, RegistrationOutcome::Unchanged);
+    join(verifier1).await;
+    // new CA: the apply carries scion's three entries only
+    let (client, handle) = mock_client();
+    let verifier2 = verifier(
         handle,
         vec![
             call(
                 Method::GET,
                 MWC_PATH,
-                StatusCode::NOT_FOUND,
-                status(404, "NotFound"),
+                StatusCode::OK,
+                with_foreign(&old, "5"),
             ),
-            call(Method::GET, NS_PATH, StatusCode::OK, namespace()),
             call(
-                Method::POST,
-                MWC_COLLECTION,
-                StatusCode::CONFLICT,
-                status(409, "AlreadyExists"),
-            ),
-            call(Method::GET, MWC_PATH, StatusCode::OK, stored(&old, "3")),
-            call(Method::PATCH, MWC_PATH, StatusCode::OK, stored(&new, "4")),
+                Method::PATCH,
+                MWC_PATH,
+                StatusCode::OK,
+                with_foreign(&new, "6"),
+            )
+            .checking(|req, body| {
+                assert_apply(req);
+                let names: Vec<&str> = body["webhooks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|w| w["name"].as_str().unwrap())
+                    .collect();
+                assert!(!names.contains(&"audit.example.com"), "{names:?}");
+                assert_eq!(names.len(), 3);
+            }),
         ],
     );
     let outcome = register_webhook(&client, &extension(), &new).await.unwrap();
     assert_eq!(outcome, RegistrationOutcome::Updated);
-    join(verifier).await;
+    join(verifier2).await;
 }
 
 #[tokio::test]
-async fn patch_conflict_is_retried_with_a_fresh_read() {
+async fn a_disabled_webhook_is_applied_away() {
     let (client, handle) = mock_client();
-    let (old, new) = (ca("ca-old"), ca("ca-new"));
+    let ca_pem = ca("ca-1");
+    let ext = extension().with_disabled_webhooks(vec!["seedprovider"]);
     let verifier = verifier(
         handle,
         vec![
-            call(Method::GET, MWC_PATH, StatusCode::OK, stored(&old, "5")),
-            call(
-                Method::PATCH,
-                MWC_PATH,
-                StatusCode::CONFLICT,
-                status(409, "Conflict"),
-            ),
-            // the other writer (another leader term) already stored the new CA
-            call(Method::GET, MWC_PATH, StatusCode::OK, stored(&new, "6")),
+            // stored with all three entries, as before --disable-webhooks=seedprovider
+            call(Method::GET, MWC_PATH, StatusCode::OK, stored(&ca_pem, "8")),
+            call(Method::PATCH, MWC_PATH, StatusCode::OK, json!({})).checking(|req, body| {
+                assert_apply(req);
+                let names: Vec<&str> = body["webhooks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|w| w["name"].as_str().unwrap())
+                    .collect();
+                assert_eq!(
+                    names,
+                    [
+                        "cloudprovider.aws.extensions.gardener.cloud",
+                        "controlplane.aws.extensions.gardener.cloud"
+                    ]
+                );
+            }),
         ],
     );
-    let outcome = register_webhook(&client, &extension(), &new).await.unwrap();
-    assert_eq!(outcome, RegistrationOutcome::Unchanged);
+    let outcome = register_webhook(&client, &ext, &ca_pem).await.unwrap();
+    assert_eq!(outcome, RegistrationOutcome::Updated);
     join(verifier).await;
+}
+
+#[test]
+fn the_configuration_is_not_the_go_extensions() {
+    assert_eq!(extension().webhook_config_name(), "scion-provider-aws");
+    assert!(MWC_PATH.ends_with("/scion-provider-aws"));
+    // the ClusterRole scion installs cannot even read the Go extension's configuration
+    let rules = scion::deploy::rbac::cluster_role(&extension())
+        .rules
+        .unwrap();
+    for verb in ["get", "patch", "update", "delete"] {
+        let request = scion::deploy::rbac::ResourceRequest {
+            group: "admissionregistration.k8s.io",
+            resource: "mutatingwebhookconfigurations",
+            verb,
+            name: Some("gardener-extension-provider-aws"),
+        };
+        assert!(!scion::deploy::rbac::allows(&rules, &request), "{verb}");
+    }
 }
 
 #[tokio::test]

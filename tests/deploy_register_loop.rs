@@ -43,8 +43,8 @@ async fn registers_at_start_and_again_when_the_ca_file_changes() {
         ),
         call(Method::GET, NS_PATH, StatusCode::OK, namespace()),
         call(
-            Method::POST,
-            MWC_COLLECTION,
+            Method::PATCH,
+            MWC_PATH,
             StatusCode::CREATED,
             stored(&first, "1"),
         )

@@ -301,7 +301,7 @@ fn aws_case_28_mcm_sidecar() {
     let (expected, volume) = scion::mutation::provider_sidecar(
         NS,
         "provider-aws",
-        "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-aws:v0.27.1",
+        "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-aws:v0.28.1",
         None,
     );
     assert!(volume.is_none());
@@ -466,7 +466,7 @@ fn openstack_case_12_mcm_sidecar() {
     let (expected, _) = scion::mutation::provider_sidecar(
         NS,
         "provider-openstack",
-        "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-openstack:v0.15.1",
+        "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-openstack:v0.27.1",
         None,
     );
     assert_eq!(

@@ -12,7 +12,7 @@ use support::mutation::{NS, mutator, request, run, shoot, snapshot};
 
 // ---- Azure §2.4 -------------------------------------------------------------
 
-const AZ_IMAGE: &str = "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-azure:v0.18.0";
+const AZ_IMAGE: &str = "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-azure:v0.20.1";
 
 #[test]
 fn azure_case_1_kapi_bare_132() {

@@ -10,7 +10,7 @@ use support::mutation::{NS, mutator, request, run, shoot, snapshot};
 
 // ---- GCP §1.4 ---------------------------------------------------------------
 
-const GCP_IMAGE: &str = "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-gcp:v0.25.0";
+const GCP_IMAGE: &str = "europe-docker.pkg.dev/gardener-project/releases/gardener/machine-controller-manager-provider-gcp:v0.28.1";
 
 #[test]
 fn gcp_cases_1_to_3_kapi() {

@@ -158,6 +158,32 @@ async fn metrics_expose_the_named_families() {
         ),
         ("scion_admission_patch_bytes_count", 1.0),
         ("scion_certificate_reloads_total{result=\"success\"}", 0.0),
+        // controller-runtime's families, as Gardener's webhook dashboards query them:
+        // three reviews answered 200, the non-review 400, 500 initialised
+        (
+            "controller_runtime_webhook_requests_total{webhook=\"/controlplane\",code=\"200\"}",
+            3.0,
+        ),
+        (
+            "controller_runtime_webhook_requests_total{webhook=\"/controlplane\",code=\"400\"}",
+            1.0,
+        ),
+        (
+            "controller_runtime_webhook_requests_total{webhook=\"/controlplane\",code=\"500\"}",
+            0.0,
+        ),
+        (
+            "controller_runtime_webhook_requests_total{webhook=\"/seedprovider\",code=\"200\"}",
+            0.0,
+        ),
+        (
+            "controller_runtime_webhook_requests_in_flight{webhook=\"/controlplane\"}",
+            0.0,
+        ),
+        (
+            "controller_runtime_webhook_latency_seconds_count{webhook=\"/controlplane\"}",
+            4.0,
+        ),
         ("scion_certificate_reloads_total{result=\"failure\"}", 0.0),
     ] {
         assert_eq!(sample(&text, series), Some(value), "{series} in\n{text}");
@@ -172,9 +198,8 @@ async fn metrics_expose_the_named_families() {
 
 /// The `listening` log lines of a JSON-logging `scion serve`.
 fn listening(line: &str) -> Option<(String, SocketAddr)> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let fields = value.get("fields")?;
-    if fields.get("message")? != "listening" {
+    let fields: serde_json::Value = serde_json::from_str(line).ok()?;
+    if fields.get("msg")? != "listening" {
         return None;
     }
     Some((
@@ -401,6 +426,21 @@ fn webhook_registration_needs_a_kubernetes_api() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("--register-webhook needs a Kubernetes API"),
+        "{stderr}"
+    );
+    let (code, stderr) = serve_failure(
+        &[
+            "--provider",
+            "aws",
+            "--listen",
+            "127.0.0.1:0",
+            "--manage-certs",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--manage-certs needs a Kubernetes API"),
         "{stderr}"
     );
 }

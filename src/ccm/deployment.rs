@@ -30,9 +30,7 @@ pub(super) fn deployment(
     let namespace = cp.namespace();
     let secret_name = cp.spec.secret_ref.name.as_str();
     let wi = input.workload_identity;
-    let image = spec
-        .image_for(shoot.kubernetes_version(), input.render.image_override)
-        .map_err(RenderError::NoImage)?;
+    let image = super::image(input.render, &spec.image)?;
     let facts = Facts {
         cp,
         shoot,
@@ -59,11 +57,13 @@ pub(super) fn deployment(
             ],
         },
     })];
-    if let Some(server) = &spec.serving_secret {
-        mounts.push(json!({"name": "cloud-controller-manager-server", "mountPath": SERVER_DIR}));
-        volumes.push(
-            json!({"name": "cloud-controller-manager-server", "secret": {"secretName": server}}),
-        );
+    if let Some(volume) = &spec.serving_secret {
+        let secret = input
+            .render
+            .server_secret
+            .ok_or(RenderError::NoServingSecret)?;
+        mounts.push(json!({"name": volume, "mountPath": SERVER_DIR}));
+        volumes.push(json!({"name": volume, "secret": {"secretName": secret}}));
     }
     if let Some((path, items)) = spec.credentials_mount.as_ref().and_then(|m| m.side(wi)) {
         let items: Vec<Value> = items

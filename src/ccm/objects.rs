@@ -1,23 +1,16 @@
-//! The CCM's companion objects (cloud config, shoot access Secret, Service,
-//! PodDisruptionBudget, VPA) and the finishing touches every object gets.
+//! The CCM's companion objects: cloud config, shoot access Secret, Service,
+//! PodDisruptionBudget, VPA.
 
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::cloudconfig::CLOUD_CONFIG_NAME;
 use super::{CCM_NAME, DesiredObject};
 use crate::checksum;
-use crate::gardener::{
-    CONFIGMAP as CONFIG_MAP, CONTROLPLANE, ControlPlane, DEPLOYMENT, Gvk, PDB, SECRET, SERVICE, VPA,
-};
+use crate::gardener::{CONFIGMAP as CONFIG_MAP, ControlPlane, Gvk, PDB, SECRET, SERVICE, VPA};
 use crate::profile::ccm::{CcmSpec, ChecksumAlgorithm, CloudConfig, CloudConfigKind, Vpa};
-
-/// Annotation carrying the hash of the desired object; the controller skips the
-/// write when the live object carries the same hash and still matches.
-pub const DESIRED_HASH_ANNOTATION: &str = "scion.gardener.cloud/desired-hash";
 
 /// Name of the shoot access Secret the token requestor fills for the CCM.
 pub const SHOOT_ACCESS_SECRET: &str = "shoot-access-cloud-controller-manager";
@@ -226,71 +219,4 @@ pub(super) fn vpa(cp: &ControlPlane, spec: &CcmSpec, vpa: &Vpa) -> DesiredObject
             },
         }),
     )
-}
-
-/// The identity of the VPA, for deletion (also when the profile has none now).
-/// The Deployment's identity, for deletion.
-pub(super) fn deployment_ref(cp: &ControlPlane) -> DesiredObject {
-    object(DEPLOYMENT, cp, CCM_NAME, Value::Null)
-}
-
-pub(super) fn vpa_ref(cp: &ControlPlane) -> DesiredObject {
-    object(VPA, cp, &format!("{CCM_NAME}-vpa"), Value::Null)
-}
-
-/// Add the controller owner reference (when the ControlPlane has a uid) and the
-/// desired-hash annotation, computed last over everything else.
-pub(super) fn finish(obj: &mut DesiredObject, cp: &ControlPlane) {
-    if let Some(uid) = &cp.metadata.uid {
-        obj.object["metadata"]["ownerReferences"] = json!([{
-            "apiVersion": CONTROLPLANE.api_version(),
-            "kind": CONTROLPLANE.kind,
-            "name": cp.name(),
-            "uid": uid,
-            "controller": true,
-            "blockOwnerDeletion": true,
-        }]);
-    }
-    let hash = desired_hash(&obj.object);
-    let meta = &mut obj.object["metadata"];
-    if meta.get("annotations").is_none() {
-        meta["annotations"] = json!({});
-    }
-    meta["annotations"][DESIRED_HASH_ANNOTATION] = Value::String(hash);
-}
-
-/// Hash of an object with the desired-hash annotation itself left out: lowercase
-/// hex SHA-256 of its compact JSON (keys sorted by serde_json's map).
-pub fn desired_hash(object: &Value) -> String {
-    let mut copy = object.clone();
-    if let Some(annotations) = copy
-        .get_mut("metadata")
-        .and_then(|m| m.get_mut("annotations"))
-        .and_then(Value::as_object_mut)
-    {
-        annotations.remove(DESIRED_HASH_ANNOTATION);
-        if annotations.is_empty()
-            && let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            meta.remove("annotations");
-        }
-    }
-    let bytes = serde_json::to_vec(&canonical(&copy)).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Keys sorted at every level, whatever map order serde_json was built with.
-fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> =
-                map.iter().map(|(k, v)| (k, canonical(v))).collect();
-            json!(sorted)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
 }

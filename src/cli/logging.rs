@@ -1,17 +1,34 @@
 //! `--log-format` and `--log-level`: the tracing subscriber of the binary.
+//!
+//! JSON is the default and follows the layout Gardener's components write
+//! with zap (reference §3.8), so the seed's log stack parses scion's lines
+//! like the Go extensions': one object per line on stderr with the keys
+//! `level` (`debug`, `info`, `warn`, `error`), `ts` (ISO 8601 UTC with
+//! milliseconds, `2021-12-16T08:32:21.059Z`), `logger` (the module path,
+//! dot-joined), `msg`, then the fields of the enclosing spans (zap's
+//! `WithValues`) and of the event in call order. Not reproduced: zap's
+//! sampling (the first 100 lines of a message per second, then every 100th)
+//! and the Go `stacktrace` key on errors. `text` is a human-readable line.
 
+use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
+use serde_json::Value;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::{JsonFields, Writer};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
+use tracing_subscriber::registry::LookupSpan;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     /// Human-readable lines.
     Text,
-    /// One JSON object per line.
+    /// One JSON object per line in zap's layout.
     Json,
 }
 
@@ -19,9 +36,9 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct LogArgs {
     /// Log output format.
-    #[arg(long, env = "SCION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, env = "SCION_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
-    /// Log level or filter directives (`info`, `debug`, `scion=debug,info`).
+    /// Log level or filter directives (`info`, `debug`, `error`, `scion=debug,info`).
     #[arg(long, env = "SCION_LOG_LEVEL", default_value = "info", value_parser = parse_filter)]
     pub log_level: String,
 }
@@ -38,15 +55,176 @@ pub fn init(args: &LogArgs) -> anyhow::Result<()> {
         .map_err(|err| anyhow!("invalid --log-level {:?}: {err}", args.log_level))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
+        .with_writer(std::io::stderr);
     let result = match args.log_format {
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
         LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
+            .with_ansi(false)
+            .fmt_fields(JsonFields::new())
+            .event_format(ZapJson)
             .try_init(),
     };
     result.map_err(|err| anyhow!("cannot install the logger: {err}"))
+}
+
+/// zap's level names; tracing's `trace` is below zap's lowest, `debug`.
+fn level_name(level: &Level) -> &'static str {
+    match *level {
+        Level::ERROR => "error",
+        Level::WARN => "warn",
+        Level::INFO => "info",
+        Level::DEBUG | Level::TRACE => "debug",
+    }
+}
+
+/// `2006-01-02T15:04:05.000Z0700` for a UTC time: `…T08:32:21.059Z`.
+pub fn zap_timestamp(t: time::OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// The fields of an event, in call order; `message` apart.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    pairs: Vec<(String, Value)>,
+}
+
+impl Fields {
+    fn push(&mut self, field: &Field, value: Value) {
+        if field.name() == "message" {
+            self.message = match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+        } else {
+            self.pairs.push((field.name().to_owned(), value));
+        }
+    }
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.push(field, Value::String(value.to_owned()));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field, Value::Bool(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field, Value::from(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field, Value::from(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field, Value::from(value));
+    }
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.push(field, Value::String(value.to_string()));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.push(field, Value::String(format!("{value:?}")));
+    }
+}
+
+/// One line in zap's key order (without the trailing newline).
+pub fn zap_line(
+    level: &str,
+    ts: &str,
+    logger: &str,
+    msg: &str,
+    pairs: impl IntoIterator<Item = (String, Value)>,
+) -> String {
+    let quote = |s: &str| Value::String(s.to_owned()).to_string();
+    let mut line = format!("{{\"level\":{},\"ts\":{}", quote(level), quote(ts));
+    if !logger.is_empty() {
+        let _ = write!(line, ",\"logger\":{}", quote(logger));
+    }
+    let _ = write!(line, ",\"msg\":{}", quote(msg));
+    for (key, value) in pairs {
+        let _ = write!(line, ",{}:{}", quote(&key), value);
+    }
+    line.push('}');
+    line
+}
+
+/// The zap-layout event formatter (fields of spans recorded by [`JsonFields`]).
+struct ZapJson;
+
+impl<S, N> FormatEvent<S, N> for ZapJson
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
+        let meta = event.metadata();
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let mut pairs: Vec<(String, Value)> = Vec::new();
+        if let Some(scope) = ctx.event_scope() {
+            for span in scope.from_root() {
+                if let Some(formatted) = span.extensions().get::<FormattedFields<N>>()
+                    && let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&formatted.fields)
+                {
+                    pairs.extend(map);
+                }
+            }
+        }
+        pairs.extend(fields.pairs);
+        let logger = meta.target().replace("::", ".");
+        let line = zap_line(
+            level_name(meta.level()),
+            &zap_timestamp(time::OffsetDateTime::now_utc()),
+            &logger,
+            &fields.message,
+            pairs,
+        );
+        writeln!(writer, "{line}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_have_zaps_keys_in_zaps_order() {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(1_639_639_941_059_999_000).unwrap();
+        assert_eq!(zap_timestamp(t), "2021-12-16T07:32:21.059Z");
+        let line = zap_line(
+            "info",
+            "2021-12-16T07:32:21.059Z",
+            "scion.server",
+            "listening \"x\"",
+            [
+                ("listener".to_owned(), Value::from("https")),
+                ("port".to_owned(), Value::from(10250)),
+                ("error".to_owned(), Value::from("boom")),
+            ],
+        );
+        assert_eq!(
+            line,
+            r#"{"level":"info","ts":"2021-12-16T07:32:21.059Z","logger":"scion.server","msg":"listening \"x\"","listener":"https","port":10250,"error":"boom"}"#
+        );
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["msg"], "listening \"x\"");
+        assert_eq!(level_name(&Level::TRACE), "debug");
+        assert_eq!(level_name(&Level::WARN), "warn");
+    }
 }

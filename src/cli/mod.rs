@@ -2,9 +2,13 @@
 //! environment variable `SCION_<FLAG>`.
 
 pub mod certs;
+pub mod check;
+pub mod engine;
+pub mod images;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;
+pub mod registration;
 pub mod render;
 pub mod serve;
 
@@ -34,6 +38,12 @@ pub enum Command {
     Mutate(mutate::MutateArgs),
     /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
     Render(render::RenderArgs),
+    /// List the image vector of a provider (for relocating the images).
+    Images(images::ImagesArgs),
+    /// Audit a live seed read-only: what would scion change on each shoot's objects?
+    Check(check::CheckArgs),
+    /// Print the Gardener registration: ControllerDeployment, ControllerRegistration, Extension.
+    Registration(registration::RegistrationArgs),
 }
 
 /// One line for an error chain, skipping causes whose text the line already holds.
@@ -65,6 +75,9 @@ pub fn main() -> ExitCode {
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
         Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
+        Command::Images(args) => images::run(&args, &mut std::io::stdout().lock()),
+        Command::Check(args) => check::run(&args, &mut std::io::stdout().lock()),
+        Command::Registration(args) => registration::run(&args, &mut std::io::stdout().lock()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

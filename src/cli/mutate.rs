@@ -40,17 +40,8 @@ pub struct MutateArgs {
     /// ConfigMaps the rules read.
     #[arg(long, env = "SCION_CLUSTER")]
     pub cluster: Option<PathBuf>,
-    /// Override the image of the machine-controller-manager provider sidecar.
-    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE")]
-    pub mcm_provider_image: Option<String>,
-    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
-    /// default: the profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
-    pub etcd_storage_class: Option<String>,
-    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
-    /// profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
-    pub etcd_storage_capacity: Option<String>,
+    #[command(flatten)]
+    pub engine: super::engine::EngineArgs,
     /// The object manifest or AdmissionReview (YAML or JSON); `-` for stdin.
     #[arg(short = 'f', long = "filename", env = "SCION_FILENAME")]
     pub file: PathBuf,
@@ -67,12 +58,7 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         Some(path) => Profile::load(path)?,
         None => Profile::builtin(&args.provider)?,
     };
-    let engine = Engine::new(profile)
-        .with_sidecar_image(args.mcm_provider_image.clone())
-        .with_etcd_config(crate::mutation::EtcdConfig {
-            storage_class: args.etcd_storage_class.clone(),
-            storage_capacity: args.etcd_storage_capacity.clone(),
-        });
+    let engine = args.engine.engine(profile)?;
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;
     let request = request_from_input(&text).with_context(|| {
@@ -169,10 +155,16 @@ fn read_input(path: &Path) -> anyhow::Result<String> {
 /// (a Secret's `stringData` folded into `data` first, as the API server does
 /// before admission).
 pub fn request_from_input(text: &str) -> anyhow::Result<AdmissionRequest> {
-    let mut value: Value = serde_saphyr::from_str(text)?;
+    let value: Value = serde_saphyr::from_str(text)?;
     if value.get("kind").and_then(Value::as_str) == Some("AdmissionReview") {
         return Ok(crate::decode::whole(&serde_json::to_vec(&value)?)?);
     }
+    request_for_object(value)
+}
+
+/// The UPDATE request the API server would send for `value`, a manifest with
+/// apiVersion and kind (`scion check` audits live objects this way).
+pub fn request_for_object(mut value: Value) -> anyhow::Result<AdmissionRequest> {
     let (Some(api_version), Some(_)) = (
         value.get("apiVersion").and_then(Value::as_str),
         value.get("kind").and_then(Value::as_str),

@@ -1,5 +1,11 @@
-//! `scion render`: print the CCM objects the controller would apply for one
-//! ControlPlane, from an objects directory, without a cluster.
+//! `scion render`: print the CCM objects the controller would deliver for one
+//! ControlPlane, from an objects directory, without a cluster: by default the
+//! plain objects, each in the namespace it lands in (the directly written
+//! Secrets, then the configuration, seed and shoot ManagedResources' objects);
+//! with `--managed-resources` the directly written Secrets, then each
+//! ManagedResource's Secret and the ManagedResource, exactly as the controller
+//! writes them. The certificates are generated for the render (ephemeral):
+//! the controller keeps its own in the shoot namespace and reuses them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +16,7 @@ use clap::{Args, ValueEnum};
 use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
-use crate::profile::{CcmSpec, Profile};
+use crate::profile::{CcmSpec, ImageVector, Profile};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
@@ -28,13 +34,20 @@ pub struct RenderArgs {
     /// Output format.
     #[arg(long, env = "SCION_OUTPUT", value_enum, default_value_t = Output::Yaml)]
     pub output: Output,
-    /// CCM image, overriding the per-minor image of the profile.
+    /// CCM image, overriding the image vector.
     #[arg(long, env = "SCION_CCM_IMAGE")]
     pub ccm_image: Option<String>,
     /// spec.replicas of kube-apiserver for hibernated shoots (absent = scaled down).
     #[arg(long, env = "SCION_KUBE_APISERVER_REPLICAS")]
     pub kube_apiserver_replicas: Option<i32>,
+    /// Print the ManagedResources and their Secrets as the controller writes
+    /// them, instead of the objects they carry.
+    #[arg(long, env = "SCION_MANAGED_RESOURCES")]
+    pub managed_resources: bool,
 }
+
+/// What `render` prints on stderr about the certificates.
+pub const EPHEMERAL_NOTE: &str = "note: the certificate Secrets (CA, bundle, serving certificate) are ephemeral, generated for this render; the controller generates them once per shoot namespace and keeps them";
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -58,6 +71,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
     let profile = Profile::builtin(&args.provider)?;
     let spec = profile.ccm()?;
+    let images = ImageVector::builtin_with_env_overwrite(&args.provider)?;
+    let certificates = ephemeral_certificates(&args.provider, &cp, &shoot)?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
@@ -65,19 +80,58 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             credentials: credentials.as_ref(),
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
+            images: &images,
+            server_secret: Some(&certificates.server_secret),
         },
         spec,
-        args.output,
+        &certificates.create,
+        Delivery {
+            managed_resources: args.managed_resources,
+            output: args.output,
+        },
     )?;
+    eprintln!("{EPHEMERAL_NOTE}");
     print!("{text}");
     Ok(())
 }
 
+/// Certificates for a render: the secrets manager's plan against an empty namespace.
+pub fn ephemeral_certificates(
+    provider: &str,
+    cp: &ControlPlane,
+    shoot: &ShootContext,
+) -> anyhow::Result<crate::secrets::Plan> {
+    let rotation = shoot.ca_rotation();
+    Ok(crate::secrets::plan(&crate::secrets::Request {
+        provider,
+        namespace: cp.namespace(),
+        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        rotation: crate::secrets::CaRotation {
+            last_initiation: rotation
+                .last_initiation_time
+                .as_deref()
+                .and_then(crate::secrets::unix_seconds),
+            completing: rotation.phase.as_deref() == Some("Completing"),
+        },
+        existing: &[],
+    })?)
+}
+
+/// How the render is printed.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery {
+    /// ManagedResources and their Secrets instead of the objects they carry.
+    pub managed_resources: bool,
+    pub output: Output,
+}
+
 /// Render and format; the part of the command that needs no files.
+/// `certificates` are the secrets manager's Secrets, printed first.
 pub fn render_text(
     input: &RenderInput<'_>,
     spec: &CcmSpec,
-    output: Output,
+    certificates: &[serde_json::Value],
+    delivery: Delivery,
 ) -> anyhow::Result<String> {
     let rendered = ccm::render(input, spec).with_context(|| {
         format!(
@@ -86,9 +140,20 @@ pub fn render_text(
             input.cp.name()
         )
     })?;
-    Ok(match output {
-        Output::Yaml => ccm::to_yaml_stream(&rendered.objects).map_err(anyhow::Error::msg)?,
-        Output::Json => ccm::to_json_list(&rendered.objects),
+    let mut objects: Vec<serde_json::Value> = certificates.to_vec();
+    if delivery.managed_resources {
+        objects.push(rendered.access_secret.object.clone());
+        for bundle in crate::controller::controlplane::bundles(input.cp.namespace(), &rendered)? {
+            objects.push(bundle.secret);
+            objects.push(bundle.managed_resource);
+        }
+    } else {
+        objects.extend(rendered.all().into_iter().map(|o| o.object.clone()));
+    }
+    let refs: Vec<&serde_json::Value> = objects.iter().collect();
+    Ok(match delivery.output {
+        Output::Yaml => ccm::to_yaml_stream(&refs).map_err(anyhow::Error::msg)?,
+        Output::Json => ccm::to_json_list(&refs),
     })
 }
 

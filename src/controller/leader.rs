@@ -8,7 +8,7 @@ use std::sync::Arc;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::{oneshot, watch};
 
-use super::{Context, Error, reconcile};
+use super::{ControlPlaneReconciler, Error, extension};
 
 /// Lease duration and renewal grace (seconds).
 const LEASE_DURATION: u64 = 15;
@@ -22,13 +22,13 @@ pub type StopSignal = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 /// regained. Returns when `shutdown` resolves (the lease is released then).
 pub async fn run_with_leader_election(
     client: kube::Client,
-    ctx: Arc<Context>,
+    ctx: Arc<ControlPlaneReconciler>,
     lease_name: &str,
     namespace: &str,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
     run_while_leading(client, lease_name, namespace, shutdown, move |stop| {
-        reconcile::run(ctx.clone(), stop)
+        extension::run(ctx.clone(), |_| {}, stop)
     })
     .await
 }

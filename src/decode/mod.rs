@@ -8,15 +8,16 @@
 //! server never knows about any of this.
 //!
 //! What each part buys, measured with `cargo bench --bench mutate` on the
-//! 10 KB kube-controller-manager review (46–47 µs end to end; the numbers are
-//! in `docs/performance.md`):
+//! 10 KB kube-controller-manager review as an API server sends it (20.5–20.7 µs
+//! end to end on the 2-vCPU AMD EPYC machine at load average ~2; the table and
+//! its conditions are in `docs/performance.md`):
 //!
 //! | part | what | buys |
 //! |---|---|---|
 //! | [`footprint`] | derives each target's reach from the profile (one exhaustive match over the actions, [`crate::profile::Action::touches`]) | the reach below; computed once per profile |
-//! | [`reach`], [`object_reach`] | build only the reached part of the object as a `Value` (2.8 KB of 10 KB), skip the rest without allocating | parsing the body into a `Value` takes 98 µs; the pruned decode 24–25 µs |
+//! | [`reach`], [`object_reach`] | build only the reached part of the object as a `Value` (2.8 KB of 10 KB), skip the rest without allocating | parsing the body into a `Value` takes 35.6–36.3 µs, decoding the review with the whole object 14.4–15.0 µs, with the object pruned to the reach 10.8–11.0 µs |
 //! | [`request`] | one pass over the review: `uid`, `kind`, `object` within the reach chosen by kind and name, `oldObject` only noted | skipping `oldObject` (4.7 KB) without building it |
-//! | [`json`] | scion's own serde `Deserializer` over the checked UTF-8 text: skipped text is checked against the JSON grammar over the bytes, strings eight bytes at a time | skipping at ~2.3× serde_json's speed: `oldObject` in 3.7 µs instead of 8.6 µs |
+//! | [`json`] | scion's own serde `Deserializer` over the checked UTF-8 text: skipped text is checked against the JSON grammar over the bytes, strings eight bytes at a time | skipping `oldObject` in 2.1–2.9 µs instead of serde_json's 3.2–3.9 µs; the pruned decode with serde_json's reader in its place took 18.6–19.4 µs instead of 10.8–11.0 µs. It also refuses a lone surrogate in skipped text, which serde_json's `IgnoredAny` lets through (the one strictness rule) |
 //!
 //! Correctness is anchored to the plain path: anything the fast path does not
 //! take (it never accepts what serde_json rejects) is decoded by serde_json,

@@ -10,13 +10,22 @@
 //!   from it;
 //! - [`webhook`]: the pure MutatingWebhookConfiguration builder;
 //! - [`workload`]: ServiceAccount, Deployment, PodDisruptionBudget, Service;
-//! - [`register`]: the self-registration of the webhook configuration.
+//! - [`register`]: the self-registration of the webhook configuration;
+//! - [`certs`]: the webhook certificates managed in the cluster (leader
+//!   issues and rotates, every replica copies);
+//! - [`chart`]: the Helm chart `charts/scion` compiled in (files, archive, the
+//!   RBAC template generated from [`API_CALLS`]);
+//! - [`registration`]: the Gardener registration artefacts
+//!   (ControllerDeployment, ControllerRegistration, operator Extension).
 //!
 //! [`render`] prints the whole installation as one deterministic YAML stream.
 
+pub mod certs;
+pub mod chart;
 pub mod names;
 pub mod rbac;
 pub mod register;
+pub mod registration;
 pub mod webhook;
 pub mod workload;
 
@@ -103,6 +112,8 @@ pub enum Manifest {
     Service(Box<Service>),
     Deployment(Box<Deployment>),
     PodDisruptionBudget(PodDisruptionBudget),
+    /// No k8s-openapi type exists for the VPA; the object as JSON.
+    VerticalPodAutoscaler(serde_json::Value),
     MutatingWebhookConfiguration(MutatingWebhookConfiguration),
 }
 
@@ -118,6 +129,7 @@ impl Manifest {
             Manifest::Service(_) => "Service",
             Manifest::Deployment(_) => "Deployment",
             Manifest::PodDisruptionBudget(_) => "PodDisruptionBudget",
+            Manifest::VerticalPodAutoscaler(_) => "VerticalPodAutoscaler",
             Manifest::MutatingWebhookConfiguration(_) => "MutatingWebhookConfiguration",
         }
     }
@@ -151,6 +163,9 @@ impl Manifest {
             "PodDisruptionBudget" => {
                 Manifest::PodDisruptionBudget(serde_saphyr::from_str(doc).map_err(bad)?)
             }
+            "VerticalPodAutoscaler" => {
+                Manifest::VerticalPodAutoscaler(serde_saphyr::from_str(doc).map_err(bad)?)
+            }
             "MutatingWebhookConfiguration" => {
                 Manifest::MutatingWebhookConfiguration(serde_saphyr::from_str(doc).map_err(bad)?)
             }
@@ -173,6 +188,7 @@ pub fn install_objects(opts: &InstallOptions) -> Vec<Manifest> {
         Manifest::Service(Box::new(workload::service(ext))),
         Manifest::Deployment(Box::new(workload::deployment(ext, &opts.image))),
         Manifest::PodDisruptionBudget(workload::pod_disruption_budget(ext)),
+        Manifest::VerticalPodAutoscaler(workload::vpa(ext)),
         Manifest::MutatingWebhookConfiguration(webhook_configuration(
             ext,
             opts.ca_bundle.as_deref(),

@@ -57,11 +57,13 @@ pub const DEFAULT_IMAGE: &str = concat!("scion:", env!("CARGO_PKG_VERSION"));
 
 const RESOURCE_PREFIX: &str = "gardener-extension-provider-";
 
-/// Provider and namespace of one installation.
+/// Provider and namespace of one installation, and the webhooks it leaves
+/// unregistered (`--disable-webhooks`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extension {
     provider: String,
     namespace: String,
+    disabled_webhooks: Vec<&'static str>,
 }
 
 impl Extension {
@@ -83,7 +85,20 @@ impl Extension {
         Ok(Self {
             provider: provider.to_owned(),
             namespace: namespace.to_owned(),
+            disabled_webhooks: Vec::new(),
         })
+    }
+
+    /// The same installation without the named webhooks of
+    /// [`crate::profile::WEBHOOKS`] in its webhook configuration.
+    pub fn with_disabled_webhooks(mut self, names: Vec<&'static str>) -> Self {
+        self.disabled_webhooks = names;
+        self
+    }
+
+    /// Whether the webhook of the table named `name` is registered.
+    pub fn webhook_enabled(&self, name: &str) -> bool {
+        !self.disabled_webhooks.contains(&name)
     }
 
     /// The provider type, e.g. `aws`.
@@ -102,15 +117,17 @@ impl Extension {
     }
 
     /// `gardener-extension-provider-<p>`: the name of the ServiceAccount,
-    /// Deployment, Service, PodDisruptionBudget, Role and of the
-    /// MutatingWebhookConfiguration (Gardener's `PrefixedName`).
+    /// Deployment, Service, PodDisruptionBudget and Role (Gardener's
+    /// `PrefixedName`).
     pub fn resource_name(&self) -> String {
         format!("{RESOURCE_PREFIX}{}", self.provider)
     }
 
-    /// Name of the MutatingWebhookConfiguration.
+    /// Name of the MutatingWebhookConfiguration, `scion-provider-<p>`: not
+    /// the Go extension's `gardener-extension-provider-<p>`, so the two run
+    /// side by side without overwriting each other's configuration.
     pub fn webhook_config_name(&self) -> String {
-        self.resource_name()
+        format!("scion-{}", self.extension_name())
     }
 
     /// Name of the control-plane webhook entry,
@@ -133,6 +150,12 @@ impl Extension {
     /// Name of the `kubernetes.io/tls` Secret holding the serving certificate.
     pub fn cert_secret_name(&self) -> String {
         format!("{}-tls", self.resource_name())
+    }
+
+    /// Name of the Secret holding the webhook CA when scion manages the
+    /// certificates (`serve --manage-certs`).
+    pub fn webhook_ca_secret_name(&self) -> String {
+        format!("{}-webhook-ca", self.resource_name())
     }
 
     /// Name of the leader-election Lease in the extension namespace.
@@ -197,7 +220,7 @@ mod tests {
     #[test]
     fn names_follow_gardener_conventions() {
         let ext = Extension::new("aws", "extension-provider-aws").unwrap();
-        assert_eq!(ext.webhook_config_name(), "gardener-extension-provider-aws");
+        assert_eq!(ext.webhook_config_name(), "scion-provider-aws");
         assert_eq!(
             ext.controlplane_webhook_name(),
             "controlplane.aws.extensions.gardener.cloud"

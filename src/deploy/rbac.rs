@@ -56,10 +56,14 @@ pub enum Scope {
 pub enum Names {
     /// Any object (needed for list, watch, create, and objects named at run time).
     Any,
-    /// Only the MutatingWebhookConfiguration `gardener-extension-provider-<p>`.
+    /// Only the MutatingWebhookConfiguration `scion-provider-<p>`.
     WebhookConfiguration,
     /// Only the Namespace the extension runs in.
     ExtensionNamespace,
+    /// Only the Lease `gardener-extension-heartbeat`.
+    HeartbeatLease,
+    /// Only the webhook certificate Secrets (`<name>-webhook-ca`, `<name>-tls`).
+    CertificateSecrets,
 }
 
 impl Names {
@@ -68,6 +72,10 @@ impl Names {
             Names::Any => None,
             Names::WebhookConfiguration => Some(vec![ext.webhook_config_name()]),
             Names::ExtensionNamespace => Some(vec![ext.namespace().to_owned()]),
+            Names::HeartbeatLease => Some(vec![crate::gardener::HEARTBEAT_LEASE_NAME.to_owned()]),
+            Names::CertificateSecrets => {
+                Some(vec![ext.cert_secret_name(), ext.webhook_ca_secret_name()])
+            }
         }
     }
 }
@@ -99,19 +107,26 @@ pub struct ApiCall {
 
 const EXTENSIONS: &str = "extensions.gardener.cloud";
 
-/// The objects the ControlPlane reconciler manages in shoot namespaces for the
-/// cloud-controller-manager.
-pub const CCM_OBJECTS: &[GroupResource] = &[
-    gr("", "configmaps"),
-    gr("", "secrets"),
-    gr("", "services"),
-    gr("apps", "deployments"),
-    gr("autoscaling.k8s.io", "verticalpodautoscalers"),
-    gr("policy", "poddisruptionbudgets"),
-];
-
 /// Every Kubernetes API call scion makes, one row per call site.
 pub const API_CALLS: &[ApiCall] = &[
+    ApiCall {
+        // Server-side apply creates a missing Secret with the same PATCH.
+        site: "deploy::certs: the leader reads and applies the webhook CA and serving certificate Secrets; every replica reads the serving one",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::Get, Verb::Patch],
+        scope: Scope::ExtensionNamespace,
+        names: Names::CertificateSecrets,
+    },
+    ApiCall {
+        site: "deploy::certs: the leader reads the webhook configuration's caBundle (does it trust the current CA?)",
+        resources: &[gr(
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+        )],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::WebhookConfiguration,
+    },
     ApiCall {
         site: "state: Cluster reflector",
         resources: &[gr(EXTENSIONS, "clusters")],
@@ -148,53 +163,80 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: finalizer and operation-annotation patch",
+        site: "controller::extension: finalizer and operation-annotation patch",
         resources: &[gr(EXTENSIONS, "controlplanes")],
         verbs: &[Verb::Patch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: status patch",
+        site: "controller: status patch (operations, health conditions)",
         resources: &[gr(EXTENSIONS, "controlplanes/status")],
         verbs: &[Verb::Patch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        // The owner references set blockOwnerDeletion, which the
-        // OwnerReferencesPermissionEnforcement admission plugin only allows
-        // with update on the owner's finalizers.
-        site: "controller: owner references to the ControlPlane",
-        resources: &[gr(EXTENSIONS, "controlplanes/finalizers")],
-        verbs: &[Verb::Update],
-        scope: Scope::Cluster,
-        names: Names::Any,
-    },
-    ApiCall {
-        site: "controller: watch of the CCM Deployments, Services and PDBs it owns",
-        resources: &[
-            gr("", "services"),
-            gr("apps", "deployments"),
-            gr("policy", "poddisruptionbudgets"),
-        ],
+        site: "controller::health: cache of the CCM Deployments (label-selected watch)",
+        resources: &[gr("apps", "deployments")],
         verbs: &[Verb::List, Verb::Watch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "controller::apply: GET the live object, server-side apply when it differs (create on first apply); GET kube-apiserver for hibernation",
-        resources: CCM_OBJECTS,
-        verbs: &[Verb::Get, Verb::Create, Verb::Patch],
+        site: "controller::health: caches of the three ManagedResources (name-selected watches)",
+        resources: &[gr("resources.gardener.cloud", "managedresources")],
+        verbs: &[Verb::List, Verb::Watch],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "controller: cleanup of the CCM objects on ControlPlane deletion",
-        resources: CCM_OBJECTS,
-        verbs: &[Verb::Delete],
+        site: "controller::controlplane::deliver: ManagedResources: get, create, update when the spec changes, keepObjects patch on migrate, delete",
+        resources: &[gr("resources.gardener.cloud", "managedresources")],
+        verbs: &[
+            Verb::Get,
+            Verb::Create,
+            Verb::Update,
+            Verb::Patch,
+            Verb::Delete,
+        ],
         scope: Scope::Cluster,
         names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::controlplane::deliver: ManagedResource Secrets (create, delete), old ones labelled garbage-collectable (get, patch), the shoot access Secret (get, create, patch, delete)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::Get, Verb::Create, Verb::Patch, Verb::Delete],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::controlplane::certificates: the secrets manager's Secrets (list by label, create, delete stale)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::List, Verb::Create, Verb::Delete],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::controlplane: GET kube-apiserver (hibernation) and the CCM Deployment (Secrets it mounts, before cleanup)",
+        resources: &[gr("apps", "deployments")],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::heartbeat: create the heartbeat Lease",
+        resources: &[gr("coordination.k8s.io", "leases")],
+        verbs: &[Verb::Create],
+        scope: Scope::ExtensionNamespace,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "controller::heartbeat: read and renew the heartbeat Lease",
+        resources: &[gr("coordination.k8s.io", "leases")],
+        verbs: &[Verb::Get, Verb::Patch],
+        scope: Scope::ExtensionNamespace,
+        names: Names::HeartbeatLease,
     },
     ApiCall {
         site: "server: leader election Lease",
@@ -204,7 +246,9 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "deploy::register_webhook: read and patch the webhook configuration",
+        // Server-side apply creates the configuration with a PATCH too, so no
+        // `create` grant is needed, and none on any other configuration.
+        site: "deploy::register_webhook: read and server-side apply the webhook configuration",
         resources: &[gr(
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations",
@@ -212,18 +256,6 @@ pub const API_CALLS: &[ApiCall] = &[
         verbs: &[Verb::Get, Verb::Patch],
         scope: Scope::Cluster,
         names: Names::WebhookConfiguration,
-    },
-    ApiCall {
-        // RBAC cannot restrict `create` by name: the name is not known when
-        // the request is authorised.
-        site: "deploy::register_webhook: create the webhook configuration",
-        resources: &[gr(
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations",
-        )],
-        verbs: &[Verb::Create],
-        scope: Scope::Cluster,
-        names: Names::Any,
     },
     ApiCall {
         site: "deploy::register_webhook: uid of the owner Namespace",
@@ -266,6 +298,78 @@ pub fn policy_rules(calls: &[ApiCall], scope: Scope, ext: &Extension) -> Vec<Pol
             non_resource_urls: None,
         })
         .collect()
+}
+
+/// Every call `scion check` makes: reads only. The ClusterRole
+/// [`check_cluster_role`] grants exactly these; `tests/cli_check.rs` records
+/// the calls of an audit and checks each against it.
+pub const CHECK_API_CALLS: &[ApiCall] = &[
+    ApiCall {
+        site: "cli::check: the Cluster list (shoot namespaces and contexts)",
+        resources: &[gr(EXTENSIONS, "clusters")],
+        verbs: &[Verb::List, Verb::Watch],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the objects the webhooks mutate, by name",
+        resources: &[
+            gr("", "secrets"),
+            gr("apps", "deployments"),
+            gr("autoscaling.k8s.io", "verticalpodautoscalers"),
+        ],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the objects the webhooks mutate, of any name",
+        resources: &[
+            gr(EXTENSIONS, "operatingsystemconfigs"),
+            gr("druid.gardener.cloud", "etcds"),
+        ],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: what the rules read (Secrets, ConfigMaps, a BackupBucket), as the webhook's state source does",
+        resources: &[
+            gr("", "configmaps"),
+            gr("", "secrets"),
+            gr(EXTENSIONS, "backupbuckets"),
+        ],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: Azure's tenant service principal Secrets by label",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+];
+
+/// Name of the read-only ClusterRole of `scion check`.
+pub const CHECK_CLUSTER_ROLE: &str = "scion-check";
+
+/// The read-only ClusterRole `scion check` needs, generated from
+/// [`CHECK_API_CALLS`] (`scion check --print-rbac`).
+pub fn check_cluster_role(ext: &Extension) -> ClusterRole {
+    ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(CHECK_CLUSTER_ROLE.to_owned()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/part-of".to_owned(),
+                "scion".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        rules: Some(policy_rules(CHECK_API_CALLS, Scope::Cluster, ext)),
+        aggregation_rule: None,
+    }
 }
 
 fn subject(ext: &Extension) -> Subject {

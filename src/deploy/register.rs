@@ -1,9 +1,13 @@
-//! Self-registration of the seed MutatingWebhookConfiguration, as Gardener's
-//! leader-only certificate reconciler does it (reference §2.5): GET the
-//! configuration; create it with the CA bundle and an owner reference to the
-//! extension Namespace when it is missing; otherwise overwrite `webhooks[]`
-//! (with the CA bundle injected) by a JSON merge patch under optimistic
-//! locking, and write nothing when it is already up to date.
+//! Self-registration of the seed MutatingWebhookConfiguration
+//! `scion-provider-<p>`, the leader's job (reference §2.5): GET the
+//! configuration; when scion's entries (and labels) are already as wanted,
+//! write nothing; otherwise server-side apply them with field manager
+//! `scion`, an owner reference to the extension Namespace, and the CA bundle
+//! injected. Server-side apply owns only what scion sends: entries another
+//! manager added to the configuration (`webhooks` is a list keyed by name)
+//! stay, an entry scion stops sending (`--disable-webhooks`) is removed, and
+//! the Go extension's own configuration `gardener-extension-provider-<p>` is
+//! never read or written.
 //!
 //! Call [`register_webhook`] from the leader once at start and again whenever
 //! the certificate (hence the CA bundle) changes.
@@ -14,7 +18,7 @@ use std::time::Duration;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -59,25 +63,17 @@ pub enum RegistrationError {
     },
     #[error("cannot encode the webhook configuration: {0}")]
     Encode(#[from] serde_json::Error),
-    #[error(
-        "MutatingWebhookConfiguration {0:?} kept changing concurrently; giving up for this attempt"
-    )]
-    Contended(String),
 }
 
-/// How often a create/patch race with another writer is retried within one
-/// call.
-const ATTEMPTS: usize = 3;
-
 /// Create or update the seed MutatingWebhookConfiguration of `ext` so that it
-/// carries the desired webhooks with `ca_bundle` (PEM) as `caBundle`.
+/// carries scion's webhooks with `ca_bundle` (PEM) as `caBundle`.
 pub async fn register_webhook(
     client: &kube::Client,
     ext: &Extension,
     ca_bundle: &[u8],
 ) -> Result<RegistrationOutcome, RegistrationError> {
     check_ca_bundle(ca_bundle).map_err(RegistrationError::CaBundle)?;
-    let desired = webhook_configuration(ext, Some(ca_bundle));
+    let mut desired = webhook_configuration(ext, Some(ca_bundle));
     let name = ext.webhook_config_name();
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let api_err = |action, source| RegistrationError::Api {
@@ -85,44 +81,36 @@ pub async fn register_webhook(
         name: name.clone(),
         source,
     };
-    for _ in 0..ATTEMPTS {
-        let current = api.get_opt(&name).await.map_err(|e| api_err("get", e))?;
-        match current {
-            None => {
-                let mut object = desired.clone();
-                object.metadata.owner_references = Some(vec![owner_reference(client, ext).await?]);
-                let params = PostParams {
-                    field_manager: Some(FIELD_MANAGER.to_owned()),
-                    ..PostParams::default()
-                };
-                match api.create(&params, &object).await {
-                    Ok(_) => return Ok(RegistrationOutcome::Created),
-                    // another replica or `kubectl apply` was faster: compare again
-                    Err(kube::Error::Api(status)) if status.is_already_exists() => continue,
-                    Err(e) => return Err(api_err("create", e)),
-                }
-            }
-            Some(current) => {
-                let current_json = serde_json::to_value(&current)?;
-                let desired_json = serde_json::to_value(&desired)?;
-                if is_up_to_date(&current_json, &desired_json) {
-                    return Ok(RegistrationOutcome::Unchanged);
-                }
-                let patch = update_patch(&current, &desired_json);
-                let params = PatchParams {
-                    field_manager: Some(FIELD_MANAGER.to_owned()),
-                    ..PatchParams::default()
-                };
-                match api.patch(&name, &params, &Patch::Merge(&patch)).await {
-                    Ok(_) => return Ok(RegistrationOutcome::Updated),
-                    // resourceVersion moved under us: compare again
-                    Err(kube::Error::Api(status)) if status.is_conflict() => continue,
-                    Err(e) => return Err(api_err("patch", e)),
-                }
-            }
+    let current = api.get_opt(&name).await.map_err(|e| api_err("get", e))?;
+    if let Some(current) = &current {
+        let current_json = serde_json::to_value(current)?;
+        let desired_json = serde_json::to_value(&desired)?;
+        if is_up_to_date(&current_json, &desired_json, ext) {
+            return Ok(RegistrationOutcome::Unchanged);
         }
     }
-    Err(RegistrationError::Contended(name))
+    let owner = match current
+        .as_ref()
+        .and_then(|c| c.metadata.owner_references.clone())
+        .filter(|refs| !refs.is_empty())
+    {
+        Some(refs) => refs,
+        None => vec![owner_reference(client, ext).await?],
+    };
+    desired.metadata.owner_references = Some(owner);
+    // apiVersion and kind are part of an apply body
+    let mut body = serde_json::to_value(&desired)?;
+    body["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+    body["kind"] = json!("MutatingWebhookConfiguration");
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(&name, &params, &Patch::Apply(&body))
+        .await
+        .map_err(|e| api_err("apply", e))?;
+    Ok(if current.is_some() {
+        RegistrationOutcome::Updated
+    } else {
+        RegistrationOutcome::Created
+    })
 }
 
 /// Owner reference to the extension Namespace: the configuration is garbage
@@ -153,21 +141,42 @@ async fn owner_reference(
 }
 
 /// Whether the stored configuration already carries the desired labels and
-/// webhooks. Fields the API server defaults (`rules[].scope`,
-/// `reinvocationPolicy`, ...) are present only in `current`, so the webhooks
-/// are compared by inclusion: every field scion sets must be stored with the
-/// same value, and the webhook lists must have the same length and order.
-pub fn is_up_to_date(current: &Value, desired: &Value) -> bool {
+/// scion's webhooks. Fields the API server defaults (`rules[].scope`,
+/// `reinvocationPolicy`, ...) are present only in `current`, so each desired
+/// entry is compared by inclusion with the stored entry of the same name.
+/// Entries of other names are another manager's and do not count, except
+/// names of scion's own table that are no longer desired (disabled webhooks
+/// must be removed).
+pub fn is_up_to_date(current: &Value, desired: &Value, ext: &Extension) -> bool {
     let labels = |v: &Value| {
         v.pointer("/metadata/labels")
             .cloned()
             .unwrap_or(Value::Null)
     };
+    let empty = Vec::new();
+    let stored = current
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let wanted = desired
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let by_name =
+        |list: &'_ [Value], name: &Value| list.iter().find(|w| w["name"] == *name).cloned();
+    let ours = |name: &Value| {
+        crate::profile::WEBHOOKS
+            .iter()
+            .any(|w| *name == Value::String(ext.webhook_name(w.name)))
+    };
     includes(&labels(current), &labels(desired))
-        && includes(
-            current.get("webhooks").unwrap_or(&Value::Null),
-            desired.get("webhooks").unwrap_or(&Value::Null),
-        )
+        && wanted
+            .iter()
+            .all(|w| by_name(stored, &w["name"]).is_some_and(|s| includes(&s, w)))
+        && stored
+            .iter()
+            .filter(|s| ours(&s["name"]))
+            .all(|s| by_name(wanted, &s["name"]).is_some())
 }
 
 /// `desired` is contained in `actual`: objects by key (extra keys in `actual`
@@ -185,42 +194,39 @@ fn includes(actual: &Value, desired: &Value) -> bool {
     }
 }
 
-/// JSON merge patch that sets the desired labels (other labels are kept) and
-/// replaces `webhooks[]` wholesale, guarded by the stored resourceVersion.
-fn update_patch(current: &MutatingWebhookConfiguration, desired: &Value) -> Value {
-    json!({
-        "metadata": {
-            "resourceVersion": current.metadata.resource_version,
-            "labels": desired.pointer("/metadata/labels"),
-        },
-        "webhooks": desired.get("webhooks"),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn ext() -> Extension {
+        Extension::new("aws", "ns").unwrap()
+    }
+
+    const A: &str = "controlplane.aws.extensions.gardener.cloud";
+
     #[test]
-    fn server_defaults_do_not_count_as_a_change() {
-        let desired = json!({"webhooks": [{"name": "a", "rules": [{"operations": ["CREATE"]}]}]});
-        let stored = json!({"webhooks": [{"name": "a", "reinvocationPolicy": "Never",
+    fn server_defaults_and_foreign_entries_do_not_count_as_a_change() {
+        let desired = json!({"webhooks": [{"name": A, "rules": [{"operations": ["CREATE"]}]}]});
+        let stored = json!({"webhooks": [{"name": "someone.else"}, {"name": A, "reinvocationPolicy": "Never",
             "rules": [{"operations": ["CREATE"], "scope": "*"}]}]});
-        assert!(is_up_to_date(&stored, &desired));
+        assert!(is_up_to_date(&stored, &desired, &ext()));
     }
 
     #[test]
     fn changed_or_missing_fields_count_as_a_change() {
         let desired = json!({"metadata": {"labels": {"x": "true"}},
-            "webhooks": [{"name": "a", "clientConfig": {"caBundle": "bmV3"}}]});
+            "webhooks": [{"name": A, "clientConfig": {"caBundle": "bmV3"}}]});
         let old_ca = json!({"metadata": {"labels": {"x": "true"}},
-            "webhooks": [{"name": "a", "clientConfig": {"caBundle": "b2xk"}}]});
+            "webhooks": [{"name": A, "clientConfig": {"caBundle": "b2xk"}}]});
         let no_label = json!({"metadata": {},
-            "webhooks": [{"name": "a", "clientConfig": {"caBundle": "bmV3"}}]});
-        let extra_hook = json!({"metadata": {"labels": {"x": "true"}},
-            "webhooks": [{"name": "a", "clientConfig": {"caBundle": "bmV3"}}, {"name": "b"}]});
-        for stored in [old_ca, no_label, extra_hook] {
-            assert!(!is_up_to_date(&stored, &desired), "{stored}");
+            "webhooks": [{"name": A, "clientConfig": {"caBundle": "bmV3"}}]});
+        // a disabled webhook of scion's table is still registered
+        let disabled_left = json!({"metadata": {"labels": {"x": "true"}},
+            "webhooks": [{"name": A, "clientConfig": {"caBundle": "bmV3"}},
+                         {"name": "seedprovider.aws.extensions.gardener.cloud"}]});
+        let missing = json!({"metadata": {"labels": {"x": "true"}}, "webhooks": []});
+        for stored in [old_ca, no_label, disabled_left, missing] {
+            assert!(!is_up_to_date(&stored, &desired, &ext()), "{stored}");
         }
     }
 }

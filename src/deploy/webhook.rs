@@ -145,7 +145,7 @@ pub fn webhook_entry(
     }
 }
 
-/// The seed MutatingWebhookConfiguration `gardener-extension-provider-<p>`
+/// The seed MutatingWebhookConfiguration `scion-provider-<p>`
 /// with one entry per webhook of the table, sorted by name. Carries the label that excludes it from
 /// gardenlet's webhook remediation. No owner reference: that needs the
 /// Namespace's uid and is added by the self-registration on create.
@@ -164,6 +164,7 @@ pub fn webhook_configuration(
         webhooks: Some(
             WEBHOOKS
                 .iter()
+                .filter(|w| ext.webhook_enabled(w.name))
                 .map(|w| webhook_entry(w, ext, ca_bundle))
                 .collect(),
         ),

@@ -7,9 +7,9 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
-    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecretVolumeSource, SecurityContext, Service, ServiceAccount, ServicePort,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecurityContext, Service, ServiceAccount, ServicePort,
     ServiceSpec, TopologySpreadConstraint, Volume, VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
@@ -50,17 +50,78 @@ pub const NETWORK_POLICY_POD_LABELS: &[(&str, &str)] = &[
 
 const CERT_VOLUME: &str = "certs";
 
+/// Size cap of the in-memory certificate directory (three PEM files).
+pub const CERT_DIR_SIZE_LIMIT: &str = "1Mi";
+
+/// Defaults of the Go-extension flags the container is started with; the
+/// chart's `values.yaml` has the same (tests/deploy_chart.rs).
+pub const CONTROLPLANE_CONCURRENT_SYNCS: u32 = 5;
+/// Kubernetes client rate limit (Gardener's `clientConnection.qps`/`burst`).
+pub const KUBE_API_QPS: u32 = 100;
+pub const KUBE_API_BURST: u32 = 130;
+/// Logs as Gardener's components write them (reference §3.8).
+pub const LOG_LEVEL: &str = "info";
+pub const LOG_FORMAT: &str = "json";
+
 /// The arguments of the container: `serve` for this provider, certificates
-/// from the mounted Secret, and self-registration of the webhook
-/// configuration by the leader.
+/// from the mounted Secret, self-registration of the webhook configuration by
+/// the leader, and the Go extensions' flags with the chart's defaults.
 pub fn serve_args(ext: &Extension) -> Vec<String> {
     vec![
         "serve".to_owned(),
         format!("--provider={}", ext.provider()),
         format!("--cert-dir={CERT_DIR}"),
+        "--manage-certs".to_owned(),
         "--register-webhook".to_owned(),
+        format!("--webhook-config-server-port={WEBHOOK_PORT}"),
+        format!("--metrics-bind-address=:{METRICS_PORT}"),
+        format!("--health-bind-address=:{HEALTH_PORT}"),
+        format!("--controlplane-max-concurrent-reconciles={CONTROLPLANE_CONCURRENT_SYNCS}"),
+        "--ignore-operation-annotation=false".to_owned(),
+        "--disable-controllers=".to_owned(),
+        "--disable-webhooks=".to_owned(),
+        format!("--kube-api-qps={KUBE_API_QPS}"),
+        format!("--kube-api-burst={KUBE_API_BURST}"),
+        format!("--log-level={LOG_LEVEL}"),
+        format!("--log-format={LOG_FORMAT}"),
     ]
 }
+
+/// Pod annotations the seed Prometheus' `extensions` PodMonitor keeps
+/// (reference §3.7): scrape the plain-HTTP metrics port, job = release name.
+pub fn scrape_annotations(ext: &Extension) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("prometheus.io/name".to_owned(), ext.extension_name()),
+        ("prometheus.io/port".to_owned(), METRICS_PORT.to_string()),
+        ("prometheus.io/scrape".to_owned(), "true".to_owned()),
+    ])
+}
+
+/// The VerticalPodAutoscaler of the extension (Gardener's `<name>-vpa`):
+/// requests of the scion container follow its use; other containers are left
+/// alone.
+pub fn vpa(ext: &Extension) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {
+            "name": format!("{}-vpa", ext.resource_name()),
+            "namespace": ext.namespace(),
+            "labels": ext.common_labels(),
+        },
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": ext.resource_name()},
+            "updatePolicy": {"updateMode": VPA_UPDATE_MODE},
+            "resourcePolicy": {"containerPolicies": [
+                {"containerName": CONTAINER_NAME, "controlledValues": "RequestsOnly", "controlledResources": ["memory", "cpu"]},
+                {"containerName": "*", "mode": "Off"},
+            ]},
+        },
+    })
+}
+
+/// VPA update mode (Gardener's aws chart default).
+pub const VPA_UPDATE_MODE: &str = "InPlaceOrRecreate";
 
 fn namespaced_meta(ext: &Extension) -> ObjectMeta {
     ObjectMeta {
@@ -156,7 +217,6 @@ fn container(ext: &Extension, image: &str) -> Container {
         volume_mounts: Some(vec![VolumeMount {
             name: CERT_VOLUME.to_owned(),
             mount_path: CERT_DIR.to_owned(),
-            read_only: Some(true),
             ..VolumeMount::default()
         }]),
         ..Container::default()
@@ -164,9 +224,10 @@ fn container(ext: &Extension, image: &str) -> Container {
 }
 
 /// The Deployment of the extension: [`REPLICAS`] non-root pods with a
-/// read-only root filesystem, probes on the health port, and the certificate
-/// Secret mounted as a whole volume (never `subPath`, so the kubelet's
-/// `..data` symlink swap delivers rotated certificates live).
+/// read-only root filesystem, probes on the health port, and an in-memory
+/// certificate directory that `--manage-certs` fills from the Secret the
+/// leader issues (the chart mounts an external issuer's Secret there
+/// instead, as a whole volume so rotations arrive live).
 pub fn deployment(ext: &Extension, image: &str) -> Deployment {
     let mut pod_labels = ext.selector_labels();
     pod_labels.extend(
@@ -197,6 +258,7 @@ pub fn deployment(ext: &Extension, image: &str) -> Deployment {
             }),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
+                    annotations: Some(scrape_annotations(ext)),
                     labels: Some(pod_labels),
                     ..ObjectMeta::default()
                 }),
@@ -222,13 +284,13 @@ pub fn deployment(ext: &Extension, image: &str) -> Deployment {
                         label_selector: Some(selector(ext)),
                         ..TopologySpreadConstraint::default()
                     }]),
+                    // `--manage-certs` copies the certificate Secret here; in
+                    // memory, so the key never touches the node's disk
                     volumes: Some(vec![Volume {
                         name: CERT_VOLUME.to_owned(),
-                        secret: Some(SecretVolumeSource {
-                            secret_name: Some(ext.cert_secret_name()),
-                            // owner and group read: the pod's fsGroup owns the files
-                            default_mode: Some(0o440),
-                            ..SecretVolumeSource::default()
+                        empty_dir: Some(EmptyDirVolumeSource {
+                            medium: Some("Memory".to_owned()),
+                            size_limit: Some(Quantity(CERT_DIR_SIZE_LIMIT.to_owned())),
                         }),
                         ..Volume::default()
                     }]),

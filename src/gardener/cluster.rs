@@ -111,6 +111,15 @@ view! {
     pub struct Kubernetes {
         "version" => pub version: Version,
         "kubeControllerManager" => pub kube_controller_manager: KubeControllerManager,
+        "verticalPodAutoscaler" => pub vertical_pod_autoscaler: VerticalPodAutoscaler,
+    }
+}
+
+view! {
+    /// `spec.shoot.spec.kubernetes.verticalPodAutoscaler`: the shoot wants a VPA.
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    pub struct VerticalPodAutoscaler {
+        "enabled" => pub enabled: bool,
     }
 }
 
@@ -119,6 +128,7 @@ impl Default for Kubernetes {
         Kubernetes {
             version: Version::new(0, 0, 0),
             kube_controller_manager: KubeControllerManager::default(),
+            vertical_pod_autoscaler: VerticalPodAutoscaler::default(),
         }
     }
 }
@@ -197,6 +207,35 @@ view! {
         "isHibernated" => pub is_hibernated: bool,
         "lastOperation" => pub last_operation: Option<LastOperation>,
         "technicalID" => pub technical_id: Option<String>,
+        "credentials" => pub credentials: Credentials,
+    }
+}
+
+view! {
+    /// `spec.shoot.status.credentials`.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct Credentials {
+        "rotation" => pub rotation: CredentialsRotation,
+    }
+}
+
+view! {
+    /// `spec.shoot.status.credentials.rotation`.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct CredentialsRotation {
+        "certificateAuthorities" => pub certificate_authorities: CaRotation,
+    }
+}
+
+view! {
+    /// `spec.shoot.status.credentials.rotation.certificateAuthorities`: the
+    /// shoot's CA rotation, which the control-plane CA follows.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct CaRotation {
+        /// RFC 3339; its Unix seconds suffix the CA Secret's name.
+        "lastInitiationTime" => pub last_initiation_time: Option<String>,
+        /// `Preparing`, `Prepared`, `Completing`, `Completed`.
+        "phase" => pub phase: Option<String>,
     }
 }
 
@@ -533,6 +572,35 @@ impl ShootContext {
     /// `shoot.spec.hibernation.enabled`.
     pub fn hibernation_enabled(&self) -> bool {
         self.shoot.spec.hibernation.enabled
+    }
+
+    /// The shoot has a `deletionTimestamp`.
+    pub fn shoot_deleting(&self) -> bool {
+        self.shoot.metadata.deletion_timestamp.is_some()
+    }
+
+    /// The shoot's last operation is a `Migrate` (control-plane migration).
+    pub fn shoot_migrating(&self) -> bool {
+        self.shoot
+            .status
+            .last_operation
+            .as_ref()
+            .is_some_and(|op| op.type_ == "Migrate")
+    }
+
+    /// `shoot.spec.kubernetes.verticalPodAutoscaler.enabled`.
+    pub fn vpa_enabled(&self) -> bool {
+        self.shoot.spec.kubernetes.vertical_pod_autoscaler.enabled
+    }
+
+    /// The shoot's CA rotation: last initiation time and phase.
+    pub fn ca_rotation(&self) -> &CaRotation {
+        &self
+            .shoot
+            .status
+            .credentials
+            .rotation
+            .certificate_authorities
     }
 
     /// `seed.spec.provider.type` (none for self-hosted shoots).

@@ -6,6 +6,7 @@
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
 //! | [`kubelet`] | the KubeletConfiguration struct as a field table |
+//! | [`managedresource`] | the `ManagedResource` resource gardener-resource-manager applies |
 //! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
 //! | [`version`] | Kubernetes versions parsed as Gardener parses them |
 //! | [`view`] | the machinery of lenient typed views (decode only declared fields, field paths in errors) |
@@ -15,6 +16,7 @@
 pub mod cluster;
 pub mod controlplane;
 pub mod kubelet;
+pub mod managedresource;
 pub mod objects;
 pub mod version;
 pub mod view;
@@ -26,6 +28,7 @@ pub use cluster::{
 pub use controlplane::{
     ControlPlane, ControlPlaneSpec, ControlPlaneStatus, LastError, LastOperation,
 };
+pub use managedresource::{ManagedResource, ManagedResourceSpec, ManagedResourceStatus};
 pub use objects::{Metadata, ObjectData, ObjectKind};
 
 /// API group of Gardener's extension resources (`Cluster`, `ControlPlane`, ...).
@@ -107,6 +110,68 @@ pub const VPA: Gvk = gvk(
     "verticalpodautoscalers",
 );
 pub const LEASE: Gvk = gvk("coordination.k8s.io", "v1", "Lease", "leases");
+pub const MANAGED_RESOURCE: Gvk = gvk(
+    "resources.gardener.cloud",
+    "v1alpha1",
+    "ManagedResource",
+    "managedresources",
+);
+pub const DAEMONSET: Gvk = gvk("apps", "v1", "DaemonSet", "daemonsets");
+pub const SERVICE_ACCOUNT: Gvk = gvk("", "v1", "ServiceAccount", "serviceaccounts");
+pub const CLUSTER_ROLE: Gvk = gvk(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "ClusterRole",
+    "clusterroles",
+);
+pub const CLUSTER_ROLE_BINDING: Gvk = gvk(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "ClusterRoleBinding",
+    "clusterrolebindings",
+);
+pub const NETWORK_POLICY: Gvk = gvk(
+    "networking.k8s.io",
+    "v1",
+    "NetworkPolicy",
+    "networkpolicies",
+);
+pub const SERVICE_MONITOR: Gvk = gvk(
+    "monitoring.coreos.com",
+    "v1",
+    "ServiceMonitor",
+    "servicemonitors",
+);
+pub const PROMETHEUS_RULE: Gvk = gvk(
+    "monitoring.coreos.com",
+    "v1",
+    "PrometheusRule",
+    "prometheusrules",
+);
+
+/// The Lease an extension renews so gardenlet trusts its health reports.
+pub const HEARTBEAT_LEASE_NAME: &str = "gardener-extension-heartbeat";
+
+/// Kinds without a namespace that a ManagedResource may carry into a shoot;
+/// every other kind is namespaced.
+pub const CLUSTER_SCOPED_KINDS: &[&str] = &[
+    "APIService",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CSIDriver",
+    "CustomResourceDefinition",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "MutatingWebhookConfiguration",
+    "Namespace",
+    "PersistentVolume",
+    "PriorityClass",
+    "StorageClass",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration",
+    "VolumeSnapshotClass",
+];
 pub const MUTATING_WEBHOOK_CONFIGURATION: Gvk = gvk(
     "admissionregistration.k8s.io",
     "v1",
@@ -135,6 +200,13 @@ mod tests {
                 ControlPlane::group(&()),
                 ControlPlane::version(&()),
                 ControlPlane::plural(&()),
+            ),
+            (
+                MANAGED_RESOURCE,
+                ManagedResource::kind(&()),
+                ManagedResource::group(&()),
+                ManagedResource::version(&()),
+                ManagedResource::plural(&()),
             ),
         ] {
             assert_eq!(

@@ -187,7 +187,13 @@ pub fn apply(
             } else {
                 false
             };
-            let image = ctx.sidecar_image.unwrap_or(&s.image);
+            let image = match ctx.sidecar_image {
+                Some(image) => image,
+                None => ctx
+                    .images
+                    .get(&s.image)
+                    .ok_or_else(|| ApplyError::NoImage(s.image.clone()))?,
+            };
             let extra_args: Vec<String> = s
                 .extra_args
                 .iter()

@@ -1,5 +1,6 @@
 //! What an action needs to know besides the object: the namespace, the region,
-//! the Secrets/ConfigMaps the rules read, and the sidecar image override.
+//! the Secrets/ConfigMaps the rules read, the images the profile names and the
+//! sidecar image override.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -50,6 +51,8 @@ pub struct ApplyContext<'a> {
     pub namespace: &'a str,
     pub region: &'a str,
     pub objects: &'a Objects,
+    /// The image of each name the profile uses, from the image vector.
+    pub images: &'a BTreeMap<String, String>,
     pub sidecar_image: Option<&'a str>,
     /// The shoot is self-hosted (a worker pool has `controlPlane`).
     pub self_hosted: bool,

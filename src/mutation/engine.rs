@@ -4,7 +4,7 @@
 //! 1. [`Engine::needs`] — which Secrets/ConfigMaps the matching rules read;
 //! 2. [`Engine::mutate`] — the mutated object, given those objects.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use json_patch::Patch;
@@ -23,7 +23,7 @@ use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
 use crate::profile::osc::NamespaceRef;
 use crate::profile::seed::CredentialsFlavour;
-use crate::profile::{Action, Facts, Place, Profile, Rule, Target};
+use crate::profile::{Action, Facts, FindOptions, ImageVector, Place, Profile, Rule, Target};
 
 /// What the rules read besides the object and the shoot.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -81,6 +81,8 @@ impl OscFacts {
 #[derive(Debug, Clone)]
 pub struct Engine {
     profile: Arc<Profile>,
+    /// The image of each name the profile uses that the vector has.
+    images: Arc<BTreeMap<String, String>>,
     sidecar_image: Option<String>,
     /// The extension's `etcd.storage` configuration (`--etcd-storage-*`).
     etcd: EtcdConfig,
@@ -123,9 +125,14 @@ impl Mutation<'_> {
 }
 
 impl Engine {
+    /// The engine with the images of the profile's provider's built-in image
+    /// vector (none for a provider scion has no vector for; see
+    /// [`Engine::with_image_vector`]).
     pub fn new(profile: Profile) -> Self {
+        let vector = ImageVector::builtin(&profile.provider);
         Engine {
             reach: Arc::new(footprint(&profile)),
+            images: Arc::new(resolve_images(&profile, &vector)),
             profile: Arc::new(profile),
             sidecar_image: None,
             etcd: EtcdConfig::default(),
@@ -139,6 +146,31 @@ impl Engine {
     pub fn with_kubelet_memo(mut self, capacity: usize) -> Self {
         self.kubelet_memo = Arc::new(crate::mutation::osc::memo::KubeletMemo::new(capacity));
         self
+    }
+
+    /// Resolve the profile's image names in `vector` instead (the built-in one
+    /// with `IMAGEVECTOR_OVERWRITE` merged, say).
+    pub fn with_image_vector(mut self, vector: &ImageVector) -> Self {
+        self.images = Arc::new(resolve_images(&self.profile, vector));
+        self
+    }
+
+    /// The image names the rules use that neither the vector nor the sidecar
+    /// override resolves; `serve` refuses to start with any.
+    pub fn unresolved_images(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (_, rules) in &self.profile.components {
+            for action in rules.iter().flat_map(|r| &r.actions) {
+                if let Action::ProviderSidecar(s) = action
+                    && self.sidecar_image.is_none()
+                    && !self.images.contains_key(&s.image)
+                    && !out.contains(&s.image)
+                {
+                    out.push(s.image.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Use `image` for every `providerSidecar` instead of the profile's.
@@ -272,6 +304,7 @@ impl Engine {
             namespace,
             region: shoot.region(),
             objects,
+            images: &self.images,
             sidecar_image: self.sidecar_image.as_deref(),
             self_hosted: shoot.is_self_hosted(),
         };
@@ -293,6 +326,10 @@ impl Engine {
                     ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
                         "could not get {} '{namespace}/{name}': not found",
                         kind.word()
+                    )),
+                    ApplyError::NoImage(name) => Denial::Forbidden(format!(
+                        "image {name:?} (rule \"{}\") is not in the image vector",
+                        rule.name
                     )),
                 })?;
             }
@@ -359,6 +396,9 @@ impl Engine {
                             "could not get {} '{name}': not found",
                             kind.word()
                         )),
+                        ApplyError::NoImage(name) => {
+                            Denial::Forbidden(format!("image {name:?} is not in the image vector"))
+                        }
                     })?;
             }
         }
@@ -430,6 +470,9 @@ impl Engine {
                             "could not get {} '{name}': not found",
                             kind.word()
                         )),
+                        ApplyError::NoImage(name) => {
+                            Denial::Forbidden(format!("image {name:?} is not in the image vector"))
+                        }
                     })? = Value::Object(new);
                 }
             }
@@ -537,4 +580,20 @@ fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
         }
     }
     Ok(())
+}
+
+/// The image of every sidecar name of the profile the vector has. The
+/// sidecars carry no version constraint: the lookup is without versions.
+fn resolve_images(profile: &Profile, vector: &ImageVector) -> BTreeMap<String, String> {
+    let mut images = BTreeMap::new();
+    for (_, rules) in &profile.components {
+        for action in rules.iter().flat_map(|r| &r.actions) {
+            if let Action::ProviderSidecar(s) = action
+                && let Ok(image) = vector.find(&s.image, &FindOptions::default())
+            {
+                images.insert(s.image.clone(), image);
+            }
+        }
+    }
+    images
 }

@@ -16,6 +16,8 @@ pub enum ApplyError {
     },
     /// A needed object is missing (→ 403).
     Missing { kind: ObjectKind, name: String },
+    /// An image the profile names is not in the image vector (→ 403).
+    NoImage(String),
 }
 
 /// A shape error at `path`.

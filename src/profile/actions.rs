@@ -119,7 +119,9 @@ pub struct KeyRef {
 pub struct ProviderSidecar {
     /// e.g. `provider-aws`: the container is `machine-controller-manager-<provider>`.
     pub provider: String,
-    /// The sidecar image (overridable at run time, see `Engine::with_sidecar_image`).
+    /// Name of the sidecar image in the image vector, e.g.
+    /// `machine-controller-manager-provider-aws` (overridable at run time, see
+    /// `Engine::with_sidecar_image`).
     pub image: String,
     /// Mount the workload-identity token when the `cloudprovider` Secret is
     /// labelled `security.gardener.cloud/purpose=workload-identity-token-requestor`.

@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::condition::Invalid;
-use super::version::VersionRange;
 
 pub use super::ccm_entries::{Arg, ArgBuiltin, Env, EnvBuiltin, EnvField};
+pub use super::ccm_objects::{CcmObject, ObjectBuiltin, ObjectSource};
 pub use super::ccm_parts::{
     ChecksumAlgorithm, CloudConfig, CloudConfigFormat, CloudConfigKind, ConfigChecksum,
-    CredentialsMount, HostPathMount, KeyToPath, Probe, Resources, SecurityContext, Vpa,
-    WorkloadIdentityDetection,
+    ConfigDelivery, CredentialsMount, HostPathMount, KeyToPath, Probe, Resources, SecurityContext,
+    Vpa, WorkloadIdentityDetection,
 };
 
 /// The CCM description of one provider (`ccm:` in the provider profile).
@@ -27,9 +27,9 @@ pub struct CcmSpec {
     /// ENTRYPOINT and the args go to `args` instead of `command`.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Image per Kubernetes version range (`"1.33.x"`, `">= 1.36"`, `"*"`); the
-    /// most specific matching range wins.
-    pub images: BTreeMap<String, String>,
+    /// Name of the CCM image in the image vector (`cloud-controller-manager`);
+    /// the vector chooses the tag by the shoot's Kubernetes version.
+    pub image: String,
     /// Arguments in order: literal strings or `{builtin: <name>}`.
     pub args: Vec<Arg>,
     /// Environment variables in order.
@@ -57,8 +57,11 @@ pub struct CcmSpec {
     /// How the credentials Secret is mounted; absent when credentials go into the config.
     #[serde(default)]
     pub credentials_mount: Option<CredentialsMount>,
-    /// Name of the Secret with the CCM's serving certificate (`tls.crt`/`tls.key`);
-    /// absent means no `--tls-*-file` flags and the CCM serves a self-signed certificate.
+    /// Name of the secrets-manager config of the CCM's serving certificate
+    /// (`cloud-controller-manager-server`; also the volume's name). The
+    /// controller generates the certificate, signed by the control-plane CA,
+    /// and mounts the Secret it lands in. Absent means no `--tls-*-file` flags
+    /// and the CCM serves a self-signed certificate (Alicloud).
     #[serde(default)]
     pub serving_secret: Option<String>,
     /// Read-only host path mounts (private CA bundles).
@@ -74,6 +77,19 @@ pub struct CcmSpec {
     /// How workload identity is recognised (mount side, env, config variant).
     #[serde(default)]
     pub workload_identity: WorkloadIdentityDetection,
+    /// Further objects of the configuration ManagedResource
+    /// (`extension-controlplane-configuration-seed`), in the shoot namespace.
+    #[serde(default)]
+    pub config_objects: Vec<CcmObject>,
+    /// Further objects of the seed ManagedResource (`extension-controlplane-seed`),
+    /// in the shoot namespace: ServiceMonitor, PrometheusRule, NetworkPolicies.
+    #[serde(default)]
+    pub seed_objects: Vec<CcmObject>,
+    /// Objects of the shoot ManagedResource (`extension-controlplane-shoot`),
+    /// applied into the shoot: RBAC, DaemonSets. Namespaced kinds without a
+    /// namespace land in `kube-system`.
+    #[serde(default)]
+    pub shoot_objects: Vec<CcmObject>,
 }
 
 fn default_true() -> bool {
@@ -98,21 +114,11 @@ impl CcmSpec {
         if self.container_name.trim().is_empty() {
             return Err(invalid("containerName", "must not be empty".into()));
         }
-        if self.images.is_empty() {
-            return Err(invalid("images", "needs at least one version range".into()));
-        }
-        for (minor, image) in &self.images {
-            if let Err(e) = VersionRange::parse(minor) {
-                return Err(invalid(
-                    &format!("images.{minor}"),
-                    format!(
-                        "key must be a version range like \"1.33.x\", \">= 1.36\" or \"*\": {e}"
-                    ),
-                ));
-            }
-            if image.trim().is_empty() {
-                return Err(invalid(&format!("images.{minor}"), "image is empty".into()));
-            }
+        if self.image.trim().is_empty() {
+            return Err(invalid(
+                "image",
+                "must name an image of the image vector, e.g. cloud-controller-manager".into(),
+            ));
         }
         for (i, arg) in self.args.iter().enumerate() {
             if let Arg::Literal(s) = arg
@@ -194,6 +200,21 @@ impl CcmSpec {
         Ok(())
     }
 
+    /// The image-vector names the section uses: the CCM's, then those of the
+    /// objects' `{{image:<name>}}` placeholders.
+    pub fn image_names(&self) -> Vec<&str> {
+        let mut names = vec![self.image.as_str()];
+        for object in self
+            .config_objects
+            .iter()
+            .chain(&self.seed_objects)
+            .chain(&self.shoot_objects)
+        {
+            names.extend(object.image_names());
+        }
+        names
+    }
+
     fn validate_checksum(&self) -> Result<(), Invalid> {
         let checksum = &self.cloud_config.checksum;
         let invalid = |reason: String| ("ccm.cloudConfig.checksum.manifest".to_string(), reason);
@@ -224,36 +245,5 @@ impl CcmSpec {
             )),
             (_, None) => Ok(()),
         }
-    }
-
-    /// The image for the shoot's Kubernetes version, or the override when
-    /// given: among the `images` keys whose range holds the version, the most
-    /// specific ([`VersionRange::specificity`]).
-    pub fn image_for(
-        &self,
-        version: &semver::Version,
-        image_override: Option<&str>,
-    ) -> Result<String, String> {
-        if let Some(image) = image_override {
-            return Ok(image.to_string());
-        }
-        self.images
-            .iter()
-            .filter_map(|(key, image)| {
-                let range = VersionRange::parse(key).ok()?;
-                range
-                    .contains(version)
-                    .then(|| (range.specificity(), image))
-            })
-            .max_by_key(|(specificity, _)| *specificity)
-            .map(|(_, image)| image.clone())
-            .ok_or_else(|| {
-                format!(
-                    "no image for Kubernetes {}.{} (known: {}); set an image override",
-                    version.major,
-                    version.minor,
-                    self.images.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })
     }
 }

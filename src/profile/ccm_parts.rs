@@ -64,6 +64,21 @@ pub struct CloudConfig {
     /// How the pod annotation `checksum/<kind>-cloud-provider-config` is computed.
     #[serde(default)]
     pub checksum: ConfigChecksum,
+    /// Which ManagedResource carries the config object.
+    #[serde(default)]
+    pub managed_resource: ConfigDelivery,
+}
+
+/// The ManagedResource the cloud config travels in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ConfigDelivery {
+    /// `extension-controlplane-configuration-seed` (the config chart; aws,
+    /// openstack, gcp, azure).
+    #[default]
+    Configuration,
+    /// `extension-controlplane-seed`, with the CCM (Alicloud has no config chart).
+    Seed,
 }
 
 /// Where the cloud config lives.

@@ -11,6 +11,7 @@
 //! | `dualStack: true\|false` | `ipFamilies` is not exactly `[IPv4]`, or the status has two node CIDRs |
 //! | `overlayEnabled: true\|false` | the networking `providerConfig.overlay.enabled` (absent: enabled) |
 //! | `seedInShootRegion: true\|false` | the seed runs on the same provider type and in the shoot's region |
+//! | `vpaEnabled: true\|false` | the shoot wants a VerticalPodAutoscaler (`spec.kubernetes.verticalPodAutoscaler.enabled`) |
 //! | `workloadIdentity: true\|false` | the credentials Secret counts as workload identity (only where the credentials are read: the `ccm:` section) |
 //! | `annotation: <key>` | the shoot annotation parses as true (Go's `strconv.ParseBool`) |
 //! | `kubelet: "<range>"` | (OperatingSystemConfig rules) the pool's kubelet version is in the range |
@@ -82,15 +83,17 @@ pub enum Fact {
     OverlayEnabled,
     SeedInShootRegion,
     WorkloadIdentity,
+    VpaEnabled,
 }
 
 impl Fact {
-    const ALL: [Fact; 5] = [
+    const ALL: [Fact; 6] = [
         Fact::Ipv6,
         Fact::DualStack,
         Fact::OverlayEnabled,
         Fact::SeedInShootRegion,
         Fact::WorkloadIdentity,
+        Fact::VpaEnabled,
     ];
 
     /// The key in a condition map.
@@ -101,6 +104,7 @@ impl Fact {
             Fact::OverlayEnabled => "overlayEnabled",
             Fact::SeedInShootRegion => "seedInShootRegion",
             Fact::WorkloadIdentity => "workloadIdentity",
+            Fact::VpaEnabled => "vpaEnabled",
         }
     }
 
@@ -122,6 +126,7 @@ impl Fact {
             Fact::WorkloadIdentity => facts
                 .workload_identity
                 .ok_or(ConditionError::Unknown(Fact::WorkloadIdentity.key()))?,
+            Fact::VpaEnabled => shoot.vpa_enabled(),
         })
     }
 }
@@ -250,7 +255,7 @@ pub enum Place {
 }
 
 /// The keys a condition map may have, in the order they are combined.
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 17] = [
     "kubernetes",
     "workerKubernetes",
     "kubelet",
@@ -259,6 +264,7 @@ const KEYS: [&str; 16] = [
     "overlayEnabled",
     "seedInShootRegion",
     "workloadIdentity",
+    "vpaEnabled",
     "annotation",
     "configMapExists",
     "infrastructureConfig",

@@ -12,7 +12,8 @@
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
 //! | `osc.rs` | the OperatingSystemConfig actions (kubelet flag, unit option, kubelet config field, sysctl line, unit, file) |
 //! | `seed.rs` | the `cloudprovider` Secret and Etcd actions |
-//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs` | the `ccm:` section ([`CcmSpec`]) |
+//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs`, `ccm_objects.rs` | the `ccm:` section ([`CcmSpec`]) and its extra objects |
+//! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]); `builtin/imagevector/<provider>.yaml` are the built-in ones |
 //! | `validate.rs` | the checks serde cannot make |
 //!
 //! The schema is documented in `docs/profiles.md`; the built-in profiles live
@@ -21,8 +22,10 @@
 mod actions;
 pub mod ccm;
 mod ccm_entries;
+mod ccm_objects;
 mod ccm_parts;
 mod condition;
+pub mod imagevector;
 pub mod osc;
 pub mod seed;
 mod targets;
@@ -41,6 +44,7 @@ pub use actions::{
 };
 pub use ccm::CcmSpec;
 pub use condition::{Condition, ConditionError, Config, Fact, Facts, FieldTest};
+pub use imagevector::{FindOptions, ImageVector, ImageVectorError};
 pub use targets::{
     ANY_NAME, CLOUDPROVIDER_WEBHOOK, CONTROLPLANE_WEBHOOK, ETCD_NAMES, Place, ProviderLabel,
     SEEDPROVIDER_WEBHOOK, TARGETS, Target, Touch, WEBHOOKS, Webhook, target_for_component,
@@ -281,6 +285,29 @@ impl Profile {
             .find(|(c, _)| *c == component)
             .map(|(_, rules)| rules.as_slice())
             .unwrap_or(&[])
+    }
+
+    /// The image names the profile uses (the sidecars' and the CCM's), each
+    /// once, in the order they appear; [`ImageVector::has`] tells which a
+    /// vector lacks.
+    pub fn image_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        let sidecars = self
+            .components
+            .iter()
+            .flat_map(|(_, rules)| rules)
+            .flat_map(|r| &r.actions);
+        for action in sidecars {
+            if let Action::ProviderSidecar(s) = action {
+                names.push(&s.image);
+            }
+        }
+        if let Some(ccm) = &self.ccm {
+            names.extend(ccm.image_names());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        names.retain(|n| seen.insert(*n));
+        names
     }
 
     /// Whether the profile has rules for a component (an empty list counts).

@@ -98,6 +98,7 @@ pub struct Metrics {
     accept_failures: Family<ListenerLabel, Counter>,
     client_rejections: Family<ReasonLabel, Counter>,
     client_ca_reloads: Family<ResultLabel, Counter>,
+    webhook: super::webhook_metrics::WebhookFamilies,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -201,6 +202,10 @@ impl Metrics {
             "Client CA bundle reload attempts by result (success, failure)",
             client_ca_reloads.clone(),
         );
+        let webhook = super::webhook_metrics::WebhookFamilies::register(
+            &mut registry,
+            crate::admission::webhook_paths(),
+        );
         // Series that exist from the start, so rates and alerts work before
         // the first event.
         for outcome in [
@@ -235,7 +240,13 @@ impl Metrics {
             accept_failures,
             client_rejections,
             client_ca_reloads,
+            webhook,
         }
+    }
+
+    /// controller-runtime's webhook families (see [`super::webhook_metrics`]).
+    pub(crate) fn webhook(&self) -> &super::webhook_metrics::WebhookFamilies {
+        &self.webhook
     }
 
     /// The shared registry, e.g. to register a controller's families:

@@ -28,7 +28,9 @@ mod probes;
 mod readiness;
 mod sniff;
 mod throttle;
+pub mod trim;
 mod webhook;
+mod webhook_metrics;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

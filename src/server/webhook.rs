@@ -85,11 +85,28 @@ fn answer_margin(timeout: Duration) -> Duration {
     (timeout / 10).min(Duration::from_millis(500))
 }
 
+/// The handler of every webhook path: controller-runtime's webhook metrics
+/// around [`admit`].
 pub(crate) async fn controlplane(
     State(state): State<Arc<WebhookState>>,
     request: Request,
 ) -> Response {
     let started = Instant::now();
+    // the router sends only its own paths here; anything else is not labelled
+    let path = crate::admission::webhook_paths().find(|p| *p == request.uri().path());
+    let _in_flight = path.map(|p| state.metrics.webhook().in_flight(p));
+    let response = admit(state.clone(), request, started).await;
+    if let Some(p) = path {
+        state.metrics.webhook().observe(
+            p,
+            response.status().as_u16(),
+            started.elapsed().as_secs_f64(),
+        );
+    }
+    response
+}
+
+async fn admit(state: Arc<WebhookState>, request: Request, started: Instant) -> Response {
     let Ok(slot) = state.in_flight.clone().try_acquire_owned() else {
         return overloaded(&state, started);
     };
@@ -305,7 +322,11 @@ async fn handle(
             tokio::task::spawn_blocking(move || {
                 let _worker = worker;
                 let _entered = span.enter();
-                answer(&state, &bytes, deadline - margin, &runtime, decoded_tx)
+                let answered = answer(&state, &bytes, deadline - margin, &runtime, decoded_tx);
+                let body_bytes = bytes.len();
+                drop(bytes);
+                super::trim::after_job(body_bytes);
+                answered
             })
             .await
         }

@@ -121,6 +121,19 @@ impl KubeState {
     }
 
     /// Number of Clusters known (well-formed or not).
+    /// The names of the Clusters seen (the shoot namespaces), sorted.
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .shoots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
     pub fn cluster_count(&self) -> usize {
         self.shoots
             .read()

@@ -6,6 +6,7 @@ mod kube;
 mod objects;
 mod objects_dir;
 mod snapshot;
+pub mod throttle;
 mod watch;
 
 pub use files::LoadProblem;

@@ -110,16 +110,7 @@ fn existing_ca(dir: &Path) -> Result<Option<Issuer<'static, KeyPair>>, TlsError>
 
 fn new_ca() -> Result<(Issuer<'static, KeyPair>, String, String), TlsError> {
     let key = KeyPair::generate().map_err(TlsError::Generate)?;
-    let mut params = CertificateParams::default();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "scion development CA");
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
+    let mut params = ca_params("scion development CA");
     validity(&mut params, CA_VALIDITY);
     let cert = params.self_signed(&key).map_err(TlsError::Generate)?;
     let key_pem = key.serialize_pem();
@@ -128,7 +119,7 @@ fn new_ca() -> Result<(Issuer<'static, KeyPair>, String, String), TlsError> {
 
 /// Write `contents` to `path` atomically (temporary file + rename), so a
 /// watching server never reads a half-written file. Private keys get 0600.
-fn write_atomic(path: &Path, contents: &str, private: bool) -> Result<(), TlsError> {
+pub(crate) fn write_atomic(path: &Path, contents: &str, private: bool) -> Result<(), TlsError> {
     let err = |source| TlsError::Write {
         path: path.to_path_buf(),
         source,
@@ -154,14 +145,10 @@ fn write_atomic(path: &Path, contents: &str, private: bool) -> Result<(), TlsErr
     std::fs::rename(&tmp, path).map_err(err)
 }
 
-/// Generate a server certificate for `names` into `dir` (`tls.crt`,
-/// `tls.key`), signed by the CA in `dir` if `ca.crt` and `ca.key` exist,
-/// otherwise by a new development CA written there as well.
-pub fn generate_into(dir: &Path, names: &[String]) -> Result<GeneratedCertificates, TlsError> {
-    std::fs::create_dir_all(dir).map_err(|source| TlsError::Write {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+/// The parameters of a server certificate for `names` (DNS names or IPs):
+/// CN the first DNS name other than `localhost`, serverAuth, no CA. Validity
+/// is left to the caller.
+pub(crate) fn server_params(names: &[String]) -> Result<CertificateParams, TlsError> {
     let mut params = CertificateParams::default();
     for name in names {
         let san = match name.parse::<IpAddr>() {
@@ -195,6 +182,34 @@ pub fn generate_into(dir: &Path, names: &[String]) -> Result<GeneratedCertificat
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.use_authority_key_identifier_extension = true;
+    Ok(params)
+}
+
+/// The parameters of a CA certificate named `common_name` that may sign
+/// server certificates only (path length 0). Validity is left to the caller.
+pub(crate) fn ca_params(common_name: &str) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
+}
+
+/// Generate a server certificate for `names` into `dir` (`tls.crt`,
+/// `tls.key`), signed by the CA in `dir` if `ca.crt` and `ca.key` exist,
+/// otherwise by a new development CA written there as well.
+pub fn generate_into(dir: &Path, names: &[String]) -> Result<GeneratedCertificates, TlsError> {
+    std::fs::create_dir_all(dir).map_err(|source| TlsError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut params = server_params(names)?;
     validity(&mut params, SERVER_VALIDITY);
 
     let (issuer, reused_ca) = match existing_ca(dir)? {

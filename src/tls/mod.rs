@@ -18,6 +18,7 @@ mod live;
 mod load;
 mod reload;
 mod resolver;
+pub mod rotation;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 pub use client_auth::{
     ClientAuthConfig, certificate_names, client_rejection, client_verifier, load_client_verifier,
 };
+pub(crate) use generate::write_atomic;
 pub use generate::{GeneratedCertificates, generate_into, server_names};
 pub use live::LiveServerConfig;
 pub use load::{LoadedPair, PemPair, content_hash, parse_pair, read_pair};

@@ -18,9 +18,8 @@ use tokio::task::JoinHandle;
 
 pub type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
-pub const MWC_PATH: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/gardener-extension-provider-aws";
-pub const MWC_COLLECTION: &str =
-    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+pub const MWC_PATH: &str =
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/scion-provider-aws";
 pub const NS_PATH: &str = "/api/v1/namespaces/extension-provider-aws";
 pub const NS_UID: &str = "6f1c1e9a-4c1e-4a57-9a59-5a8c2e3f0b11";
 
@@ -87,6 +86,8 @@ pub fn stored(ca_bundle: &[u8], resource_version: &str) -> Value {
     v["metadata"]["resourceVersion"] = json!(resource_version);
     v["metadata"]["uid"] = json!("0a6f6a6e-0000-4000-8000-000000000001");
     v["metadata"]["labels"]["added-by-someone-else"] = json!("x");
+    v["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Namespace",
+        "name": "extension-provider-aws", "uid": NS_UID, "controller": true, "blockOwnerDeletion": false}]);
     let hook = &mut v["webhooks"][0];
     hook["reinvocationPolicy"] = json!("Never");
     for rule in hook["rules"].as_array_mut().unwrap() {
@@ -95,34 +96,78 @@ pub fn stored(ca_bundle: &[u8], resource_version: &str) -> Value {
     v
 }
 
-/// Assert that the ClusterRole `scion manifests` installs allows a request the
-/// registration made (cluster-scoped paths only: that is all it calls).
-pub fn assert_rbac_allows(method: &Method, path: &str) {
+/// A Kubernetes API resource path taken apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourcePath<'a> {
+    pub group: &'a str,
+    pub resource: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
+}
+
+/// `/api/v1/...` or `/apis/<group>/<version>/...`, namespaced or not, a
+/// collection or one object.
+pub fn resource_path(path: &str) -> ResourcePath<'_> {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let (group, rest) = match segments.as_slice() {
         ["api", _, rest @ ..] => ("", rest),
         ["apis", group, _, rest @ ..] => (*group, rest),
         _ => panic!("not a resource path: {path}"),
     };
-    let (resource, name) = match rest {
-        [resource] => (*resource, None),
-        [resource, name] => (*resource, Some(*name)),
+    let (namespace, resource, name) = match rest {
+        ["namespaces", ns, resource] => (Some(*ns), *resource, None),
+        ["namespaces", ns, resource, name] => (Some(*ns), *resource, Some(*name)),
+        [resource] => (None, *resource, None),
+        [resource, name] => (None, *resource, Some(*name)),
         _ => panic!("unexpected path {path}"),
     };
-    let verb = match (method.as_str(), name) {
-        ("GET", Some(_)) => "get",
-        ("POST", None) => "create",
-        ("PATCH", Some(_)) => "patch",
-        ("PUT", Some(_)) => "update",
-        other => panic!("unexpected request {other:?} {path}"),
-    };
-    let rules = cluster_role(&extension()).rules.unwrap();
-    let request = ResourceRequest {
+    ResourcePath {
         group,
         resource,
-        verb,
+        namespace,
         name,
+    }
+}
+
+/// The RBAC request of an HTTP request: the verb from the method, the name
+/// and whether the query asks for a watch.
+pub fn rbac_request<'a>(method: &Method, path: &'a str, query: &str) -> ResourceRequest<'a> {
+    let p = resource_path(path);
+    let verb = match (method.as_str(), p.name, query.contains("watch=true")) {
+        ("GET", Some(_), _) => "get",
+        ("GET", None, true) => "watch",
+        ("GET", None, false) => "list",
+        ("POST", None, _) => "create",
+        ("PATCH", Some(_), _) => "patch",
+        ("PUT", Some(_), _) => "update",
+        other => panic!("unexpected request {other:?} {path}"),
     };
+    ResourceRequest {
+        group: p.group,
+        resource: p.resource,
+        verb,
+        name: p.name,
+    }
+}
+
+/// A JSON answer of the fake API server.
+pub fn json_response(status: StatusCode, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap()
+}
+
+/// Assert that the ClusterRole `scion manifests` installs allows a request the
+/// registration made (cluster-scoped paths only: that is all it calls).
+pub fn assert_rbac_allows(method: &Method, path: &str) {
+    let request = rbac_request(method, path, "");
+    assert!(
+        resource_path(path).namespace.is_none(),
+        "{path} is namespaced"
+    );
+    let rules = cluster_role(&extension()).rules.unwrap();
     assert!(
         rbac::allows(&rules, &request),
         "RBAC does not allow {request:?}"
@@ -153,13 +198,7 @@ pub async fn serve_calls(handle: &mut Handle, calls: Vec<Call>) {
                 serde_json::from_slice(&bytes).unwrap()
             };
             (expected.check)(&Request::from_parts(parts, ()), body);
-            send.send_response(
-                Response::builder()
-                    .status(expected.status)
-                    .header("content-type", "application/json")
-                    .body(Body::from(serde_json::to_vec(&expected.answer).unwrap()))
-                    .unwrap(),
-            );
+            send.send_response(json_response(expected.status, &expected.answer));
         }
     }
 }

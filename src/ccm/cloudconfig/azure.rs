@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{CLOUD_CONFIG_KEY, Inputs, first_with_purpose, secret_str, str_at};
-use crate::ccm::RenderError;
+use crate::ccm::{DesiredObject, RenderError};
+use crate::gardener::CONFIGMAP;
 
 /// Where the workload-identity token is mounted (the CCM section mounts the
 /// `token` key of the credentials Secret there).
@@ -157,3 +158,49 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         lines.join("\n"),
     )]))
 }
+
+/// The ConfigMap `kubelet-acr-config` (key `acr.conf`) that lets kubelets pull
+/// from an Azure Container Registry with the nodes' managed identity: only when
+/// the infrastructure status grants it (`identity.acrAccess`), else none.
+/// Helm's `{{- end}}` trims the block's last newline, so the text has none.
+pub(crate) fn kubelet_acr_config(
+    inputs: &Inputs<'_>,
+) -> Result<Option<DesiredObject>, RenderError> {
+    let infra = inputs.cp.spec.infrastructure_provider_status.as_ref();
+    let identity = infra.and_then(|i| i.get("identity"));
+    let access = identity
+        .and_then(|i| i.get("acrAccess"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if !access {
+        return Ok(None);
+    }
+    let client_id = str_at(infra, "identity.clientID").unwrap_or_default();
+    let [_, tenant_id, subscription_id] = ids(inputs)?;
+    let text = [
+        format!("cloud: {}", quoted(cloud_of_region(inputs.shoot.region()))),
+        format!("tenantId: {}", quoted(&tenant_id)),
+        format!("subscriptionId: {}", quoted(&subscription_id)),
+        "aadClientId: \"msi\"".to_string(),
+        "aadClientSecret: \"msi\"".to_string(),
+        "useManagedIdentityExtension: true".to_string(),
+        format!("userAssignedIdentityID: {}", quoted(client_id)),
+        "useInstanceMetadata: true".to_string(),
+    ]
+    .join("\n");
+    let namespace = inputs.cp.namespace();
+    Ok(Some(DesiredObject::new(
+        CONFIGMAP,
+        KUBELET_ACR_CONFIG,
+        namespace,
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": KUBELET_ACR_CONFIG, "namespace": namespace},
+            "data": {"acr.conf": text},
+        }),
+    )))
+}
+
+/// Name of the ConfigMap the Azure kubelets read their ACR settings from.
+pub const KUBELET_ACR_CONFIG: &str = "kubelet-acr-config";

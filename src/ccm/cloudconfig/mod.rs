@@ -10,6 +10,8 @@ mod openstack;
 mod openstack_lb;
 
 pub(crate) use aws::lacks_load_balancer_subnets as aws_lacks_load_balancer_subnets;
+pub use azure::KUBELET_ACR_CONFIG;
+pub(crate) use azure::kubelet_acr_config as azure_kubelet_acr_config;
 pub use openstack::KEYSTONE_CA_KEY;
 pub(crate) use openstack::user_agents as openstack_user_agents;
 

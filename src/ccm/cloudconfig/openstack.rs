@@ -5,8 +5,16 @@
 //! (`requestTimeout` of the CloudProfileConfig), `[LoadBalancer]` (monitor defaults,
 //! lb-provider with the ovn extras, floating network and nodes subnet from the
 //! infrastructure status, load-balancer classes from the ControlPlaneConfig or the
-//! CloudProfile's matching floating pool), `[Networking]` and an empty `[Route]`.
-//! Not covered: `router-id` (overlay-disabled shoots).
+//! CloudProfile's matching floating pool), `[Networking]` and `[Route]` (with
+//! `router-id` of the infrastructure status when the shoot's overlay is off).
+//!
+//! The keystone values follow the cloudprovider Secret webhook, which writes
+//! them into the Secret from the CloudProfile before the CCM reads them: the
+//! CloudProfile's URL (its `keystoneURLs` entry of the shoot's region, else
+//! `keystoneURL`) and CA (the region entry's non-empty `caCert`, else
+//! `keystoneCACert`, else the Secret's) win over the Secret, and `tls-insecure`
+//! is set only when the CloudProfile has `keystoneForceInsecure: true`. So the
+//! config is right even when the Secret was written without the webhook.
 
 use std::collections::BTreeMap;
 
@@ -23,11 +31,9 @@ pub(crate) struct Credentials<'a> {
     pub tenant_name: &'a str,
     pub username: &'a str,
     pub password: &'a str,
-    pub auth_url: &'a str,
     pub app_id: &'a str,
     pub app_name: &'a str,
     pub app_secret: &'a str,
-    pub insecure: bool,
     pub ca_cert: &'a str,
 }
 
@@ -58,11 +64,9 @@ pub(crate) fn credentials<'a>(data: super::SecretData<'a>) -> Result<Credentials
         tenant_name: required("tenantName")?,
         username: get("username")?,
         password: get("password")?,
-        auth_url: get("authURL")?,
         app_id: get("applicationCredentialID")?,
         app_name: get("applicationCredentialName")?,
         app_secret: get("applicationCredentialSecret")?,
-        insecure: get("insecure")?.trim().eq_ignore_ascii_case("true"),
         ca_cert: get("caCert")?,
     };
     let fail = |reason: &str| {
@@ -90,17 +94,12 @@ pub(crate) fn credentials<'a>(data: super::SecretData<'a>) -> Result<Credentials
     Ok(c)
 }
 
-/// The keystone URL as provider-openstack picks it: the credentials' `authURL`,
-/// else the CloudProfile's `keystoneURLs` entry of the region, else its
-/// `keystoneURL`.
+/// The keystone URL as the cloudprovider webhook writes it (`FindKeyStoneURL`):
+/// the CloudProfile's `keystoneURLs` entry of the region, else its `keystoneURL`.
 fn keystone_url<'v>(
-    from_credentials: &'v str,
     profile_config: &'v serde_json::Value,
     region: &str,
 ) -> Result<&'v str, RenderError> {
-    if !from_credentials.is_empty() {
-        return Ok(from_credentials);
-    }
     let by_region = profile_config
         .get("keystoneURLs")
         .and_then(serde_json::Value::as_array)
@@ -108,16 +107,36 @@ fn keystone_url<'v>(
             urls.iter()
                 .find(|u| u.get("region").and_then(serde_json::Value::as_str) == Some(region))
         })
-        .and_then(|u| u.get("url"))
-        .and_then(serde_json::Value::as_str);
+        .map(|u| {
+            u.get("url")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+        });
     by_region
-        .or_else(|| str_at(Some(profile_config), "keystoneURL"))
-        .filter(|url| !url.is_empty())
+        .or_else(|| str_at(Some(profile_config), "keystoneURL").filter(|u| !u.is_empty()))
         .ok_or_else(|| RenderError::CloudProfileConfig {
             reason: format!(
-                "no keystone URL: the credentials have no authURL and cloudProfile.spec.providerConfig has neither keystoneURLs for region {region:?} nor keystoneURL"
+                "could not find KeyStoneUrl: cannot find keystone URL for region {region:?}"
             ),
         })
+}
+
+/// The keystone CA as the webhook writes it (`FindKeyStoneCACert`): the
+/// region entry's non-empty `caCert`, else `keystoneCACert`; `None` leaves the
+/// Secret's `caCert`.
+fn keystone_ca<'v>(profile_config: &'v serde_json::Value, region: &str) -> Option<&'v str> {
+    profile_config
+        .get("keystoneURLs")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|urls| {
+            urls.iter().find_map(|u| {
+                (u.get("region").and_then(serde_json::Value::as_str) == Some(region))
+                    .then(|| u.get("caCert").and_then(serde_json::Value::as_str))
+                    .flatten()
+                    .filter(|ca| !ca.is_empty())
+            })
+        })
+        .or_else(|| str_at(Some(profile_config), "keystoneCACert"))
 }
 
 pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, RenderError> {
@@ -140,7 +159,20 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
             reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
         });
     };
-    let auth_url = keystone_url(creds.auth_url, profile_config, &cp.spec.region)?;
+    let shoot_region = inputs.shoot.region();
+    let auth_url = keystone_url(profile_config, shoot_region)?;
+    let ca_cert = keystone_ca(profile_config, shoot_region).unwrap_or(creds.ca_cert);
+    let insecure = profile_config
+        .get("keystoneForceInsecure")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let router_id = if crate::profile::Condition::Is(crate::profile::Fact::OverlayEnabled, false)
+        .eval(&crate::profile::Facts::of_shoot(inputs.shoot))?
+    {
+        str_at(infra, "networks.router.id").unwrap_or_default()
+    } else {
+        ""
+    };
     let lb_provider =
         str_at(cp.spec.provider_config.as_ref(), "loadBalancerProvider").unwrap_or_default();
     let lb = super::openstack_lb::settings(
@@ -194,10 +226,10 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         ));
     }
     lines.push(format!("region=\"{}\"", cp.spec.region));
-    if creds.insecure {
+    if insecure {
         lines.push("tls-insecure=true".into());
     }
-    if !creds.ca_cert.is_empty() {
+    if !ca_cert.is_empty() {
         lines.push(format!("ca-file=\"{CLOUD_CONFIG_DIR}/{KEYSTONE_CA_KEY}\""));
     }
     lines.push("[Metadata]".into());
@@ -258,10 +290,13 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         lines.push(format!("internal-network-name=\"{network_name}\""));
     }
     lines.push("[Route]".into());
+    if !router_id.is_empty() {
+        lines.push(format!("router-id=\"{router_id}\""));
+    }
 
     let mut out = BTreeMap::from([(CLOUD_CONFIG_KEY.to_string(), lines.join("\n"))]);
-    if !creds.ca_cert.is_empty() {
-        out.insert(KEYSTONE_CA_KEY.to_string(), creds.ca_cert.to_string());
+    if !ca_cert.is_empty() {
+        out.insert(KEYSTONE_CA_KEY.to_string(), ca_cert.to_string());
     }
     Ok(out)
 }
@@ -300,31 +335,41 @@ pub(crate) fn user_agents(data: super::SecretData<'_>, technical_id: Option<&str
 mod tests {
     use serde_json::json;
 
-    use super::keystone_url;
+    use super::{keystone_ca, keystone_url};
 
     #[test]
-    fn keystone_url_prefers_credentials_then_region_then_default() {
+    fn keystone_url_is_the_regions_then_the_default() {
         let profile = json!({
             "keystoneURL": "https://default/v3",
             "keystoneURLs": [{"region": "eu-de-1", "url": "https://eu/v3"}]
         });
+        assert_eq!(keystone_url(&profile, "eu-de-1").unwrap(), "https://eu/v3");
         assert_eq!(
-            keystone_url("https://creds/v3", &profile, "eu-de-1").unwrap(),
-            "https://creds/v3"
-        );
-        assert_eq!(
-            keystone_url("", &profile, "eu-de-1").unwrap(),
-            "https://eu/v3"
-        );
-        assert_eq!(
-            keystone_url("", &profile, "ap-1").unwrap(),
+            keystone_url(&profile, "ap-1").unwrap(),
             "https://default/v3"
         );
     }
 
     #[test]
-    fn missing_keystone_url_is_an_error_naming_the_region() {
-        let err = keystone_url("", &json!({"keystoneURLs": []}), "ap-1").unwrap_err();
-        assert!(err.to_string().contains("\"ap-1\""), "{err}");
+    fn missing_keystone_url_is_the_webhooks_error() {
+        let err = keystone_url(&json!({"keystoneURLs": []}), "ap-1").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid CloudProfileConfig: could not find KeyStoneUrl: cannot find keystone URL for region \"ap-1\""
+        );
+    }
+
+    #[test]
+    fn keystone_ca_is_the_regions_non_empty_one_then_the_default() {
+        let profile = json!({
+            "keystoneCACert": "DEFAULT",
+            "keystoneURLs": [
+                {"region": "eu-de-1", "url": "u", "caCert": "EU"},
+                {"region": "eu-de-2", "url": "u", "caCert": ""},
+            ]
+        });
+        assert_eq!(keystone_ca(&profile, "eu-de-1"), Some("EU"));
+        assert_eq!(keystone_ca(&profile, "eu-de-2"), Some("DEFAULT"));
+        assert_eq!(keystone_ca(&json!({}), "eu-de-2"), None);
     }
 }

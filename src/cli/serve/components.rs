@@ -9,11 +9,24 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::FutureExt as _;
 
-use crate::controller::{self, StopSignal};
+use crate::controller::health::{Caches, HealthChecks};
+use crate::controller::heartbeat::Heartbeat;
+use crate::controller::{
+    self, ControlPlaneActuator, ControlPlaneReconciler, StopSignal, controlplane, extension,
+};
 use crate::deploy::{self, Extension};
-use crate::profile::CcmSpec;
+use crate::profile::ccm::ConfigDelivery;
+use crate::profile::{CcmSpec, ImageVector};
 use crate::server::Readiness;
+use crate::state::throttle::ThrottleLayer;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
+
+/// Client-side rate limit of the Kubernetes client (`--kube-api-qps`, `--kube-api-burst`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimit {
+    pub qps: f64,
+    pub burst: u32,
+}
 
 /// The state source chosen at start, and the API client when there is one.
 pub struct StateChoice {
@@ -26,6 +39,7 @@ pub struct StateChoice {
 pub async fn open_state(
     objects_dir: Option<&Path>,
     readiness: &Readiness,
+    limit: ClientLimit,
 ) -> anyhow::Result<StateChoice> {
     let choice = match objects_dir {
         Some(dir) => {
@@ -47,9 +61,13 @@ pub async fn open_state(
             }
         }
         None => {
-            let client = kube::Client::try_default().await.context(
+            let config = kube::Config::infer().await.context(
                 "no --objects-dir given and no Kubernetes API configured (kubeconfig or in-cluster)",
             )?;
+            let client = kube::client::ClientBuilder::try_from(config)
+                .context("cannot build the Kubernetes client")?
+                .with_layer(&ThrottleLayer::new(limit.qps, limit.burst))
+                .build();
             let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
             drop(state.spawn());
             tracing::info!(
@@ -66,28 +84,52 @@ pub async fn open_state(
     Ok(choice)
 }
 
+/// The leader-election Lease (`--leader-election-id`, `--leader-election-namespace`).
+pub struct LeaseName {
+    pub name: String,
+    pub namespace: String,
+}
+
 /// The leader-only work `serve` was asked for.
 pub struct LeaderWork {
     pub client: kube::Client,
+    /// `None` with `--leader-election=false`: the work runs at once.
+    pub lease: Option<LeaseName>,
     pub extension: Extension,
-    pub controller: Option<Arc<controller::Context>>,
+    pub controller: Option<Arc<ControlPlaneReconciler>>,
+    /// The health checks (they read the controller's cache, so they run with it).
+    pub health: Option<Arc<HealthChecks>>,
+    pub heartbeat: Option<Heartbeat>,
+    /// `--manage-certs`: issue and rotate the webhook certificates.
+    pub manage_certs: bool,
     pub register_webhook: Option<PathBuf>,
 }
 
 impl LeaderWork {
-    /// Nothing to do: neither a controller nor registration was asked for.
+    /// Nothing to do: no controller, heartbeat or registration was asked for.
     pub fn is_empty(&self) -> bool {
-        self.controller.is_none() && self.register_webhook.is_none()
+        self.controller.is_none()
+            && self.heartbeat.is_none()
+            && self.register_webhook.is_none()
+            && !self.manage_certs
     }
 
-    /// Hold the Lease of the extension and run the work while leading.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> anyhow::Result<()> {
-        let lease = self.extension.leader_election_lease();
-        let namespace = self.extension.namespace().to_string();
+    /// Hold the Lease of the extension and run the work while leading (at
+    /// once and until shutdown without leader election).
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    ) -> anyhow::Result<()> {
+        let Some(lease) = &self.lease else {
+            tracing::info!("leader election disabled: running the leader work now");
+            self.lead(Box::pin(shutdown)).await;
+            return Ok(());
+        };
+        let (name, namespace) = (lease.name.clone(), lease.namespace.clone());
         let work = Arc::new(self);
         controller::run_while_leading(
             work.client.clone(),
-            &lease,
+            &name,
             &namespace,
             shutdown,
             move |stop| {
@@ -101,10 +143,43 @@ impl LeaderWork {
 
     async fn lead(&self, stop: StopSignal) {
         let stop = stop.shared();
-        let controller = self.controller.clone().map(|ctx| {
+        let mut tasks = Vec::new();
+        if let Some(ctx) = self.controller.clone() {
             tracing::info!("starting the ControlPlane controller");
-            tokio::spawn(controller::run(ctx, stop.clone()))
-        });
+            let (store_tx, store_rx) = tokio::sync::oneshot::channel();
+            tasks.push(tokio::spawn(extension::run(
+                ctx,
+                move |store| {
+                    let _ = store_tx.send(store);
+                },
+                stop.clone(),
+            )));
+            if let Some(health) = self.health.clone()
+                && let Ok(store) = store_rx.await
+            {
+                tracing::info!(period = ?health.period, "starting the health checks");
+                let (caches, driver) =
+                    Caches::start(&self.client, store, &health.managed_resources, stop.clone());
+                tasks.push(tokio::spawn(driver));
+                tasks.push(tokio::spawn(health.run(caches, stop.clone())));
+            }
+        }
+        if let Some(heartbeat) = self.heartbeat.clone() {
+            tracing::info!(lease = %format!("{}/{}", heartbeat.namespace, controller::heartbeat::LEASE_NAME), "starting the heartbeat");
+            tasks.push(tokio::spawn(heartbeat.run(stop.clone())));
+        }
+        if self.manage_certs {
+            let (client, ext, stop) = (self.client.clone(), self.extension.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                deploy::certs::keep_certificates(
+                    &client,
+                    &ext,
+                    deploy::certs::CertTiming::default(),
+                    stop,
+                )
+                .await;
+            }));
+        }
         if let Some(ca_file) = &self.register_webhook {
             deploy::keep_registered(
                 &self.client,
@@ -115,26 +190,65 @@ impl LeaderWork {
             )
             .await;
         }
-        if let Some(task) = controller
-            && let Err(err) = task.await
-        {
-            tracing::warn!(error = %err, "ControlPlane controller task ended abnormally");
+        for task in tasks {
+            if let Err(err) = task.await {
+                tracing::warn!(error = %err, "leader task ended abnormally");
+            }
         }
     }
 }
 
-/// The ControlPlane controller's context: the API client, the state source and
-/// the CCM section of the provider profile.
+/// What the ControlPlane controller is built from.
+pub struct ControllerSettings {
+    pub provider: String,
+    pub spec: CcmSpec,
+    pub images: ImageVector,
+    pub ignore_operation_annotation: bool,
+    /// `--controlplane-max-concurrent-reconciles`.
+    pub concurrency: u16,
+}
+
+/// The ControlPlane reconciler with its actuator.
 pub fn controller_context(
     client: kube::Client,
     state: Arc<dyn StateSource>,
-    provider: &str,
-    spec: CcmSpec,
-) -> Arc<controller::Context> {
-    Arc::new(controller::Context::new(
+    settings: ControllerSettings,
+) -> Arc<ControlPlaneReconciler> {
+    let mut actuator = ControlPlaneActuator::new(
+        client.clone(),
+        state.clone(),
+        &settings.provider,
+        Arc::new(settings.spec),
+    );
+    actuator.images = Arc::new(settings.images);
+    let mut reconciler = ControlPlaneReconciler::new(client, state, settings.provider, actuator);
+    reconciler.ignore_operation_annotation = settings.ignore_operation_annotation;
+    reconciler.concurrency = settings.concurrency;
+    Arc::new(reconciler)
+}
+
+/// The health checks of the ControlPlanes: the CCM Deployment and the
+/// ManagedResources the actuator writes.
+pub fn health_checks(
+    client: kube::Client,
+    state: Arc<dyn StateSource>,
+    reconciler: &ControlPlaneReconciler,
+    period: std::time::Duration,
+) -> Arc<HealthChecks> {
+    let mut managed_resources = Vec::new();
+    if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
+        managed_resources.push(controlplane::CONFIG_MR.to_string());
+    }
+    managed_resources.push(controlplane::SEED_MR.to_string());
+    managed_resources.push(controlplane::SHOOT_MR.to_string());
+    Arc::new(HealthChecks {
         client,
         state,
-        provider,
-        Arc::new(spec),
-    ))
+        provider: reconciler.provider.clone(),
+        classes: reconciler.classes.clone(),
+        period,
+        deployments: vec![controlplane::CCM_DEPLOYMENT.to_string()],
+        managed_resources,
+        now: controller::extension::status::now_rfc3339,
+    })
 }

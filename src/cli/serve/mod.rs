@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 mod components;
+pub mod gardener;
 mod values;
 
 use values::parse_addr;
@@ -20,9 +21,9 @@ use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
 use crate::admission::Mutator;
 use crate::deploy::Extension;
-use crate::mutation::{Engine, WebhookMutator};
+use crate::mutation::WebhookMutator;
 use crate::profile::BUILTIN_PROVIDERS;
-use crate::profile::Profile;
+use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
 use crate::tls::ClientAuthConfig;
@@ -49,10 +50,10 @@ pub struct ServeArgs {
     #[arg(long, env = "SCION_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:10250", value_parser = parse_addr)]
     pub listen: SocketAddr,
     /// Plain HTTP: GET /healthz, GET /readyz.
-    #[arg(long, env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
+    #[arg(long, visible_alias = "health-bind-address", env = "SCION_HEALTH_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8081", value_parser = parse_addr)]
     pub health_listen: SocketAddr,
     /// Plain HTTP: GET /metrics.
-    #[arg(long, env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
+    #[arg(long, visible_alias = "metrics-bind-address", env = "SCION_METRICS_LISTEN", value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = parse_addr)]
     pub metrics_listen: SocketAddr,
     #[command(flatten)]
     pub cert: CertArgs,
@@ -63,15 +64,38 @@ pub struct ServeArgs {
     #[arg(long, env = "SCION_SHUTDOWN_GRACE", value_name = "DUR", default_value = "15s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
     /// Controllers run by the leader replica when a Kubernetes API is configured:
-    /// `controlplane` (deploys the cloud-controller-manager), or `none`.
+    /// `controlplane` (deploys the cloud-controller-manager), `healthcheck`
+    /// (ControlPlaneHealthy, needs `controlplane`), `heartbeat` (the
+    /// gardener-extension-heartbeat Lease), or `none`.
     #[arg(
         long,
         env = "SCION_CONTROLLERS",
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "controlplane"
+        default_value = "controlplane,healthcheck,heartbeat"
     )]
     pub controllers: Vec<ControllerName>,
+    /// How often the health checks run.
+    #[arg(long, env = "SCION_HEALTHCHECK_SYNC_PERIOD", value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    pub healthcheck_sync_period: Duration,
+    /// Namespace of the heartbeat Lease (default: the extension's namespace,
+    /// `--webhook-namespace`; Gardener's env LEADER_ELECTION_NAMESPACE also works).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE", value_name = "NS")]
+    pub heartbeat_namespace: Option<String>,
+    /// How often the heartbeat Lease is renewed (also its leaseDurationSeconds).
+    #[arg(
+        long,
+        env = "SCION_HEARTBEAT_RENEW_INTERVAL_SECONDS",
+        value_name = "N",
+        default_value_t = 30
+    )]
+    pub heartbeat_renew_interval_seconds: u64,
+    /// Manage the webhook certificates in the cluster: the leader issues and
+    /// rotates a CA and a serving certificate in Secrets of the extension
+    /// namespace; every replica copies the current one into --cert-dir (which
+    /// must be writable) and waits for it before serving.
+    #[arg(long, env = "SCION_MANAGE_CERTS")]
+    pub manage_certs: bool,
     /// Create or update the MutatingWebhookConfiguration with the CA bundle in
     /// `<cert-dir>/ca.crt`, at start and whenever it changes (leader only).
     #[arg(long, env = "SCION_REGISTER_WEBHOOK")]
@@ -95,23 +119,21 @@ pub struct ServeArgs {
         requires = "client_ca_file"
     )]
     pub client_allowed_names: Vec<String>,
-    /// Image of the machine-controller-manager provider sidecar (overrides the profile's).
-    #[arg(long, env = "SCION_MCM_PROVIDER_IMAGE", value_name = "IMAGE")]
-    pub mcm_provider_image: Option<String>,
-    /// Storage class of the main Etcd (the extension's `etcd.storage.className`;
-    /// default: the profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CLASS", value_name = "CLASS")]
-    pub etcd_storage_class: Option<String>,
-    /// Storage capacity of the main Etcd (`etcd.storage.capacity`; default: the
-    /// profile's chart default; empty: unset).
-    #[arg(long, env = "SCION_ETCD_STORAGE_CAPACITY", value_name = "QUANTITY")]
-    pub etcd_storage_capacity: Option<String>,
+    #[command(flatten)]
+    pub engine: crate::cli::engine::EngineArgs,
     /// Namespace of the extension: its Service, leader-election Lease and the owner
     /// of the webhook configuration (default: the Kubernetes client's namespace).
-    #[arg(long, env = "SCION_WEBHOOK_NAMESPACE", value_name = "NS")]
+    #[arg(
+        long,
+        visible_alias = "webhook-config-namespace",
+        env = "SCION_WEBHOOK_NAMESPACE",
+        value_name = "NS"
+    )]
     pub webhook_namespace: Option<String>,
     #[command(flatten)]
     pub log: LogArgs,
+    #[command(flatten)]
+    pub go: gardener::GoExtensionFlags,
 }
 
 /// Controllers `serve` can run.
@@ -119,8 +141,24 @@ pub struct ServeArgs {
 pub enum ControllerName {
     /// The ControlPlane reconciler (cloud-controller-manager).
     Controlplane,
+    /// The ControlPlane health checks.
+    Healthcheck,
+    /// The heartbeat Lease.
+    Heartbeat,
     /// No controller.
     None,
+}
+
+impl ControllerName {
+    /// The name `--disable-controllers` uses for it.
+    fn switch(self) -> &'static str {
+        match self {
+            ControllerName::Controlplane => "controlplane",
+            ControllerName::Healthcheck => "healthcheck",
+            ControllerName::Heartbeat => "heartbeat",
+            ControllerName::None => "none",
+        }
+    }
 }
 
 impl ServeArgs {
@@ -139,15 +177,25 @@ impl ServeArgs {
         if self.request_timeout.is_zero() {
             return Err("--request-timeout must be above zero".into());
         }
-        Ok(())
+        if self.heartbeat_renew_interval_seconds == 0 {
+            return Err("--heartbeat-renew-interval-seconds must be greater than 0".into());
+        }
+        if self.healthcheck_sync_period.is_zero() {
+            return Err("--healthcheck-sync-period must be above zero".into());
+        }
+        self.go.validate()
     }
 
     /// The server configuration these flags describe. The default
     /// connection cap follows the open-file limit at the time of the call.
     pub fn server_config(&self) -> ServerConfig {
         let defaults = ServerConfig::new(&self.cert.cert_dir);
+        let mut listen = self.listen;
+        if let Some(port) = self.go.webhook_config_server_port {
+            listen.set_port(port);
+        }
         ServerConfig {
-            listen: self.listen,
+            listen,
             health_listen: self.health_listen,
             metrics_listen: self.metrics_listen,
             cert_dir: self.cert.cert_dir.clone(),
@@ -199,31 +247,62 @@ fn load_profile(args: &ServeArgs) -> anyhow::Result<Profile> {
 fn build_mutator(
     args: &ServeArgs,
     profile: Profile,
+    images: &ImageVector,
     state: Arc<dyn StateSource>,
-) -> Arc<dyn Mutator> {
-    let engine = Engine::new(profile)
-        .with_sidecar_image(args.mcm_provider_image.clone())
-        .with_etcd_config(crate::mutation::EtcdConfig {
-            storage_class: args.etcd_storage_class.clone(),
-            storage_capacity: args.etcd_storage_capacity.clone(),
-        });
-    Arc::new(WebhookMutator::new(engine, state))
+) -> anyhow::Result<Arc<dyn Mutator>> {
+    let engine = args.engine.engine_with(profile, images);
+    let unresolved = engine.unresolved_images();
+    if !unresolved.is_empty() {
+        anyhow::bail!(
+            "the profile names images the image vector does not have: {} (add them with {} or pass --mcm-provider-image)",
+            unresolved.join(", "),
+            crate::profile::imagevector::OVERWRITE_ENV
+        );
+    }
+    Ok(Arc::new(WebhookMutator::new(engine, state)))
+}
+
+/// The installation `serve` belongs to: the profile's provider in
+/// `--webhook-namespace` (default: the client's namespace), without the
+/// `--disable-webhooks`.
+fn extension(
+    args: &ServeArgs,
+    profile: &Profile,
+    client: &kube::Client,
+) -> anyhow::Result<Extension> {
+    let namespace = args
+        .webhook_namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    Ok(Extension::new(&profile.provider, &namespace)?
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
 fn leader_work(
     args: &ServeArgs,
     profile: &Profile,
+    images: &ImageVector,
     state: &Arc<dyn StateSource>,
     client: Option<kube::Client>,
 ) -> anyhow::Result<Option<LeaderWork>> {
-    let wants_controller = args.controllers.contains(&ControllerName::Controlplane)
-        && !args.controllers.contains(&ControllerName::None);
+    let disabled_controllers = args.go.disabled_controllers().map_err(anyhow::Error::msg)?;
+    let wants = |name: ControllerName| {
+        args.controllers.contains(&name)
+            && !args.controllers.contains(&ControllerName::None)
+            && !disabled_controllers.contains(&name.switch())
+    };
+    let wants_controller = wants(ControllerName::Controlplane);
     let Some(client) = client else {
-        if args.register_webhook {
-            anyhow::bail!(
-                "--register-webhook needs a Kubernetes API; it cannot be used with --objects-dir"
-            );
+        for (set, flag) in [
+            (args.register_webhook, "--register-webhook"),
+            (args.manage_certs, "--manage-certs"),
+        ] {
+            if set {
+                anyhow::bail!(
+                    "{flag} needs a Kubernetes API; it cannot be used with --objects-dir"
+                );
+            }
         }
         if wants_controller {
             tracing::info!(
@@ -233,28 +312,75 @@ fn leader_work(
         return Ok(None);
     };
     let provider = profile.provider.clone();
-    let namespace = args
-        .webhook_namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
-    let extension = Extension::new(&provider, &namespace)?;
+    let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
         let spec = profile.ccm().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
+        let missing: Vec<&str> = spec
+            .image_names()
+            .into_iter()
+            .filter(|n| !images.has(n))
+            .collect();
+        if !missing.is_empty() {
+            anyhow::bail!(
+                "the ccm section names images the image vector does not have: {}",
+                missing.join(", ")
+            );
+        }
         Some(components::controller_context(
             client.clone(),
             state.clone(),
-            &provider,
-            spec,
+            components::ControllerSettings {
+                provider: provider.clone(),
+                spec,
+                images: images.clone(),
+                ignore_operation_annotation: args.go.ignore_operation_annotation,
+                concurrency: args.go.controlplane_max_concurrent_reconciles,
+            },
         ))
     } else {
         None
     };
+    let health = match &controller {
+        Some(ctx) if wants(ControllerName::Healthcheck) => Some(components::health_checks(
+            client.clone(),
+            state.clone(),
+            ctx,
+            args.healthcheck_sync_period,
+        )),
+        _ => None,
+    };
+    let heartbeat =
+        wants(ControllerName::Heartbeat).then(|| crate::controller::heartbeat::Heartbeat {
+            client: client.clone(),
+            namespace: args
+                .heartbeat_namespace
+                .clone()
+                .unwrap_or_else(|| extension.namespace().to_owned()),
+            holder: format!("provider-{provider}"),
+            interval: Duration::from_secs(args.heartbeat_renew_interval_seconds),
+            now: crate::controller::heartbeat::now_micro,
+        });
     let work = LeaderWork {
         client,
+        lease: args.go.leader_election.then(|| components::LeaseName {
+            name: args
+                .go
+                .leader_election_id
+                .clone()
+                .unwrap_or_else(|| extension.leader_election_lease()),
+            namespace: args
+                .go
+                .leader_election_namespace
+                .clone()
+                .unwrap_or_else(|| extension.namespace().to_owned()),
+        }),
         extension,
+        manage_certs: args.manage_certs,
         controller,
+        health,
+        heartbeat,
         register_webhook: args
             .register_webhook
             .then(|| args.cert.cert_dir.join(crate::tls::CA_CERT_FILE)),
@@ -309,8 +435,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = load_profile(&args)?;
-    let choice = components::open_state(args.objects_dir.as_deref(), &readiness).await?;
-    let leader = leader_work(&args, &profile, &choice.state, choice.client)?.map(|work| {
+    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let limit = components::ClientLimit {
+        qps: args.go.kube_api_qps,
+        burst: args.go.kube_api_burst,
+    };
+    let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
+    let cert_client = choice.client.clone().filter(|_| args.manage_certs);
+    let cert_extension = match &cert_client {
+        Some(client) => Some(extension(&args, &profile, client)?),
+        None => None,
+    };
+    let leader = leader_work(&args, &profile, &images, &choice.state, choice.client)?.map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             if let Err(err) = work.run(shutdown).await {
@@ -318,7 +454,31 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         })
     });
-    let mutator = build_mutator(&args, profile, choice.state.clone());
+    // Managed certificates: wait for the first copy (the leader, maybe this
+    // replica, issues it), then keep copying rotations.
+    if let (Some(client), Some(ext)) = (cert_client, cert_extension) {
+        crate::deploy::certs::wait_for_cert_dir(
+            &client,
+            &ext,
+            &args.cert.cert_dir,
+            Duration::from_secs(1),
+        )
+        .await
+        .context("cannot prepare the managed webhook certificate")?;
+        let dir = args.cert.cert_dir.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            crate::deploy::certs::keep_cert_dir(
+                &client,
+                &ext,
+                &dir,
+                crate::deploy::certs::CertTiming::default(),
+                stop,
+            )
+            .await;
+        });
+    }
+    let mutator = build_mutator(&args, profile, &images, choice.state.clone())?;
     server::run(args.server_config(), mutator, readiness, metrics, shutdown).await?;
     if let Some(leader) = leader {
         // The lease is released once the leader work has seen the shutdown.
@@ -388,7 +548,7 @@ mod tests {
         assert_eq!(args.cert.cert_dir, PathBuf::from("certs"));
         assert_eq!(args.request_timeout, Duration::from_secs(8));
         assert_eq!(args.shutdown_grace, Duration::from_secs(15));
-        assert_eq!(args.log.log_format, logging::LogFormat::Text);
+        assert_eq!(args.log.log_format, logging::LogFormat::Json);
         assert_eq!(args.log.log_level, "info");
         assert_eq!(args.max_connections, None);
         assert_eq!(args.max_requests_in_flight, 64);
@@ -448,8 +608,29 @@ mod tests {
     #[test]
     fn controllers_default_to_controlplane_and_can_be_turned_off() {
         let args = parse(&["--provider", "aws"]).unwrap();
-        assert_eq!(args.controllers, [ControllerName::Controlplane]);
+        assert_eq!(
+            args.controllers,
+            [
+                ControllerName::Controlplane,
+                ControllerName::Healthcheck,
+                ControllerName::Heartbeat
+            ]
+        );
         assert!(!args.register_webhook);
+        assert!(!args.go.ignore_operation_annotation);
+        assert_eq!(args.healthcheck_sync_period, Duration::from_secs(30));
+        assert_eq!(args.heartbeat_renew_interval_seconds, 30);
+        let zero = parse(&[
+            "--provider",
+            "aws",
+            "--heartbeat-renew-interval-seconds",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(
+            zero.validate().unwrap_err(),
+            "--heartbeat-renew-interval-seconds must be greater than 0"
+        );
         let off = parse(&["--provider", "aws", "--controllers", "none"]).unwrap();
         assert_eq!(off.controllers, [ControllerName::None]);
         assert!(parse(&["--provider", "aws", "--controllers", "worker"]).is_err());

@@ -1,6 +1,7 @@
 //! Fixtures shared by the CCM and controller tests.
 #![allow(dead_code)]
 
+pub mod fake;
 pub mod mock;
 pub mod providers;
 
@@ -190,15 +191,21 @@ pub fn render_builtin(
             credentials: secret,
             kube_apiserver_replicas,
             image_override: None,
+            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
+            server_secret: Some(SERVER_SECRET),
         },
         &spec,
     )
 }
 
-/// The rendered object of `kind` and `name`.
+/// The serving certificate Secret the renders of these tests mount (a name
+/// as the secrets manager gives it).
+pub const SERVER_SECRET: &str = "cloud-controller-manager-server-4a1b2c3d";
+
+/// The rendered object of `kind` and `name` (in any ManagedResource).
 pub fn object<'a>(r: &'a scion::ccm::Rendered, kind: &str, name: &str) -> &'a Value {
-    &r.objects
-        .iter()
+    &r.all()
+        .into_iter()
         .find(|o| o.kind == kind && o.name == name)
         .unwrap_or_else(|| panic!("{kind} {name}"))
         .object
@@ -224,7 +231,8 @@ pub fn assert_golden(
 ) {
     let yaml = || {
         let rendered = render_builtin(cp, shoot, secret, kube_apiserver_replicas).expect("renders");
-        scion::ccm::to_yaml_stream(&rendered.objects).expect("yaml")
+        let objects: Vec<&Value> = rendered.all().into_iter().map(|o| &o.object).collect();
+        scion::ccm::to_yaml_stream(&objects).expect("yaml")
     };
     let text = yaml();
     assert_eq!(text, yaml(), "render is not deterministic");

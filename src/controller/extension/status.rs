@@ -1,29 +1,30 @@
-//! Status bodies (Gardener's `extensions/pkg/controller/status.go`): merge patches
-//! on the `status` subresource.
+//! Status bodies (Gardener's `extensions/pkg/controller/status.go`): merge
+//! patches on the `status` subresource. The texts name the kind
+//! (`Reconciling the ControlPlane`).
 
 use serde_json::{Value, json};
 
 use super::operation::OperationType;
 
 /// `Processing`, progress 1.
-pub fn processing(op: OperationType, now: &str) -> Value {
+pub fn processing(kind: &str, op: OperationType, now: &str) -> Value {
     json!({"status": {"lastOperation": {
         "type": op.as_str(),
         "state": "Processing",
         "progress": 1,
-        "description": op.texts().0,
+        "description": op.texts(kind).0,
         "lastUpdateTime": now,
     }}})
 }
 
 /// `Succeeded`, progress 100, lastError cleared, observedGeneration set.
-pub fn succeeded(op: OperationType, generation: Option<i64>, now: &str) -> Value {
+pub fn succeeded(kind: &str, op: OperationType, generation: Option<i64>, now: &str) -> Value {
     json!({"status": {
         "lastOperation": {
             "type": op.as_str(),
             "state": "Succeeded",
             "progress": 100,
-            "description": op.texts().1,
+            "description": op.texts(kind).1,
             "lastUpdateTime": now,
         },
         "lastError": null,
@@ -31,9 +32,24 @@ pub fn succeeded(op: OperationType, generation: Option<i64>, now: &str) -> Value
     }})
 }
 
-/// `Error`, progress 50, lastError set, observedGeneration set.
-pub fn error(op: OperationType, generation: Option<i64>, err: &str, now: &str) -> Value {
-    let description = format!("{}: {err}", op.texts().2);
+/// `Error`, progress 50, lastError set (with its codes, when any),
+/// observedGeneration set. The description's first character is upper case.
+pub fn error(
+    kind: &str,
+    op: OperationType,
+    generation: Option<i64>,
+    err: &str,
+    codes: &[&str],
+    now: &str,
+) -> Value {
+    let mut description = format!("{}: {err}", op.texts(kind).2);
+    if let Some(first) = description.get(..1) {
+        description = first.to_uppercase() + &description[1..];
+    }
+    let mut last_error = json!({"description": description, "lastUpdateTime": now});
+    if !codes.is_empty() {
+        last_error["codes"] = json!(codes);
+    }
     json!({"status": {
         "lastOperation": {
             "type": op.as_str(),
@@ -42,7 +58,7 @@ pub fn error(op: OperationType, generation: Option<i64>, err: &str, now: &str) -
             "description": description,
             "lastUpdateTime": now,
         },
-        "lastError": {"description": description, "lastUpdateTime": now},
+        "lastError": last_error,
         "observedGeneration": generation,
     }})
 }

@@ -1,13 +1,14 @@
-//! Pure decisions of the reconciler (Gardener's predicates, operation annotation
-//! wrapper and operation type resolution, §4.2–4.3).
+//! Pure decisions of the reconciler: Gardener's predicates, the operation
+//! annotation wrapper and the operation type (`reconciler.go`), for any
+//! [`Extension`].
 
-use crate::gardener::ControlPlane;
+use super::Extension;
 use crate::gardener::ShootContext;
 
 /// Annotation gardenlet uses to request operations.
 pub const OPERATION_ANNOTATION: &str = "gardener.cloud/operation";
-/// Finalizer scion puts on ControlPlanes.
-pub const FINALIZER: &str = "extensions.gardener.cloud/controlplane";
+/// Annotation gardenlet sets with every request, so that watchers see a change.
+pub const TIMESTAMP_ANNOTATION: &str = "gardener.cloud/timestamp";
 /// Shoot annotation that allows skipping the waits on delete.
 pub const FORCE_DELETION_ANNOTATION: &str = "confirmation.gardener.cloud/force-deletion";
 
@@ -32,30 +33,19 @@ impl OperationType {
         }
     }
 
-    /// Gardener's status texts: (processing, success, error prefix).
-    pub fn texts(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Self::Create | Self::Reconcile => (
-                "Reconciling the ControlPlane",
-                "Successfully reconciled ControlPlane",
-                "Error reconciling ControlPlane",
-            ),
-            Self::Delete => (
-                "Deleting the ControlPlane",
-                "Successfully deleted ControlPlane",
-                "Error deleting ControlPlane",
-            ),
-            Self::Migrate => (
-                "Migrating the ControlPlane",
-                "Successfully migrated ControlPlane",
-                "Error migrating ControlPlane",
-            ),
-            Self::Restore => (
-                "Restoring the ControlPlane",
-                "Successfully restored ControlPlane",
-                "Error restoring ControlPlane",
-            ),
-        }
+    /// Gardener's status texts for `kind`: (processing, success, error prefix).
+    pub fn texts(self, kind: &str) -> (String, String, String) {
+        let (ing, ed, error) = match self {
+            Self::Create | Self::Reconcile => ("Reconciling", "reconciled", "reconciling"),
+            Self::Delete => ("Deleting", "deleted", "deleting"),
+            Self::Migrate => ("Migrating", "migrated", "migrating"),
+            Self::Restore => ("Restoring", "restored", "restoring"),
+        };
+        (
+            format!("{ing} the {kind}"),
+            format!("Successfully {ed} {kind}"),
+            format!("Error {error} {kind}"),
+        )
     }
 }
 
@@ -73,11 +63,11 @@ pub enum Gate {
 
 /// Type, class and operation-annotation gate (HasType, HasClass, the operation
 /// annotation wrapper).
-pub fn gate(cp: &ControlPlane, provider: &str, classes: &[String]) -> Gate {
-    if cp.spec.type_ != provider || !classes.iter().any(|c| c == cp.class()) {
+pub fn gate<K: Extension>(obj: &K, provider: &str, classes: &[String]) -> Gate {
+    if obj.extension_type() != provider || !classes.iter().any(|c| c == obj.extension_class()) {
         return Gate::NotResponsible;
     }
-    match operation_annotation(cp) {
+    match operation_annotation(obj) {
         Some("wait-for-state") => Gate::WaitForState,
         Some("reconcile") => Gate::Proceed {
             remove_reconcile_annotation: true,
@@ -89,8 +79,8 @@ pub fn gate(cp: &ControlPlane, provider: &str, classes: &[String]) -> Gate {
 }
 
 /// The `gardener.cloud/operation` annotation, if set.
-pub fn operation_annotation(cp: &ControlPlane) -> Option<&str> {
-    cp.metadata
+pub fn operation_annotation<K: Extension>(obj: &K) -> Option<&str> {
+    obj.meta()
         .annotations
         .as_ref()
         .and_then(|a| a.get(OPERATION_ANNOTATION))
@@ -109,18 +99,17 @@ pub fn shoot_failed(shoot: &ShootContext) -> bool {
 
 /// Operation type resolution (first match wins). `annotation` is the operation
 /// annotation after the `reconcile` value was consumed.
-pub fn operation_type(cp: &ControlPlane, annotation: Option<&str>) -> OperationType {
-    let last = cp.status.as_ref().and_then(|s| s.last_operation.as_ref());
+pub fn operation_type<K: Extension>(obj: &K, annotation: Option<&str>) -> OperationType {
     if annotation == Some("migrate") {
         return OperationType::Migrate;
     }
-    if cp.metadata.deletion_timestamp.is_some() {
+    if obj.meta().deletion_timestamp.is_some() {
         return OperationType::Delete;
     }
     if annotation == Some("restore") {
         return OperationType::Restore;
     }
-    let Some(last) = last else {
+    let Some(last) = obj.last_operation() else {
         return OperationType::Create;
     };
     match last.type_.as_str() {
@@ -133,59 +122,57 @@ pub fn operation_type(cp: &ControlPlane, annotation: Option<&str>) -> OperationT
 
 /// `ShouldSkipOperation`: a successfully migrated object is left alone until it
 /// is migrated again or restored.
-pub fn should_skip(cp: &ControlPlane, op: OperationType) -> bool {
-    let migrated = cp
-        .status
-        .as_ref()
-        .and_then(|s| s.last_operation.as_ref())
+pub fn should_skip<K: Extension>(obj: &K, op: OperationType) -> bool {
+    let migrated = obj
+        .last_operation()
         .is_some_and(|l| l.type_ == "Migrate" && l.state == "Succeeded");
     migrated && !matches!(op, OperationType::Migrate | OperationType::Restore)
 }
 
-/// Whether a full operation (finalizer, status, apply) is due, as opposed to a
-/// silent drift check: an operation annotation, a deletion, an unfinished or
-/// failed last operation, or a generation not yet observed (Gardener's default
-/// predicate plus its generation-changed predicate).
-pub fn needs_operation(cp: &ControlPlane, annotation: Option<&str>) -> bool {
-    let status = cp.status.as_ref();
-    let last = status.and_then(|s| s.last_operation.as_ref());
+/// Whether new desired state is requested (Gardener's default predicate plus
+/// its generation check): an operation annotation, a deletion, an unfinished
+/// or failed last operation, or a generation not yet observed. Anything else —
+/// a resync, an event of our own status patch, a new scion version — renders
+/// nothing.
+pub fn needs_operation<K: Extension>(obj: &K, annotation: Option<&str>) -> bool {
     annotation.is_some_and(|a| matches!(a, "reconcile" | "restore" | "migrate"))
-        || cp.metadata.deletion_timestamp.is_some()
-        || last.is_none_or(|l| l.state != "Succeeded")
-        || status.and_then(|s| s.observed_generation) != cp.metadata.generation
+        || obj.meta().deletion_timestamp.is_some()
+        || obj.last_operation().is_none_or(|l| l.state != "Succeeded")
+        || obj.observed_generation() != obj.meta().generation
 }
 
 /// The properties whose change can request work: uid, generation, the operation
 /// annotation, gardenlet's `gardener.cloud/timestamp` and the deletion mark.
 /// Status and finalizer patches (ours included) leave it unchanged.
-pub fn trigger_hash(cp: &ControlPlane) -> u64 {
+pub fn trigger_hash<K: Extension>(obj: &K) -> u64 {
     use std::hash::{Hash, Hasher};
-    let annotations = cp.metadata.annotations.as_ref();
+    let meta = obj.meta();
+    let annotations = meta.annotations.as_ref();
     let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (
-        cp.metadata.uid.as_deref(),
-        cp.metadata.generation,
+        meta.uid.as_deref(),
+        meta.generation,
         get(OPERATION_ANNOTATION),
-        get("gardener.cloud/timestamp"),
-        cp.metadata.deletion_timestamp.is_some(),
+        get(TIMESTAMP_ANNOTATION),
+        meta.deletion_timestamp.is_some(),
     )
         .hash(&mut hasher);
     hasher.finish()
 }
 
-/// Whether the ControlPlane carries our finalizer.
-pub fn has_finalizer(cp: &ControlPlane) -> bool {
-    cp.metadata
+/// Whether the object carries the kind's finalizer.
+pub fn has_finalizer<K: Extension>(obj: &K) -> bool {
+    obj.meta()
         .finalizers
         .as_ref()
-        .is_some_and(|f| f.iter().any(|x| x == FINALIZER))
+        .is_some_and(|f| f.iter().any(|x| x == K::FINALIZER))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gardener::{ControlPlaneStatus, LastOperation as CpLastOperation};
+    use crate::gardener::{ControlPlane, ControlPlaneStatus, LastOperation as CpLastOperation};
 
     fn cp(
         last: Option<(&str, &str)>,
@@ -300,7 +287,7 @@ mod tests {
     fn trigger_hash_ignores_status_and_finalizers() {
         let base = cp(Some(("Reconcile", "Processing")), false, 2, Some(1));
         let mut status_only = cp(Some(("Reconcile", "Error")), false, 2, Some(2));
-        status_only.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        status_only.metadata.finalizers = Some(vec![ControlPlane::FINALIZER.into()]);
         assert_eq!(trigger_hash(&base), trigger_hash(&status_only));
         let mut annotated = base.clone();
         annotated
@@ -311,6 +298,18 @@ mod tests {
         assert_ne!(trigger_hash(&base), trigger_hash(&annotated));
         assert_ne!(trigger_hash(&base), trigger_hash(&cp(None, false, 3, None)));
         assert_ne!(trigger_hash(&base), trigger_hash(&cp(None, true, 2, None)));
+    }
+
+    #[test]
+    fn texts_name_the_kind() {
+        assert_eq!(
+            OperationType::Restore.texts("ControlPlane"),
+            (
+                "Restoring the ControlPlane".to_string(),
+                "Successfully restored ControlPlane".to_string(),
+                "Error restoring ControlPlane".to_string()
+            )
+        );
     }
 
     #[test]

@@ -1,0 +1,113 @@
+//! `scion images`: the image vector of a provider — the built-in one with
+//! `IMAGEVECTOR_OVERWRITE` merged, as `serve` and `render` use it — for
+//! relocating the images into a private registry.
+
+use clap::{Args, ValueEnum};
+
+use crate::profile::ImageVector;
+use crate::profile::imagevector::ImageSource;
+
+/// Flags of `scion images`.
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    /// Provider whose image vector is listed (alicloud, aws, azure, gcp, openstack).
+    #[arg(long, env = "SCION_PROVIDER")]
+    pub provider: String,
+    /// `yaml`: the vector in Gardener's images.yaml format (feed it, edited, back
+    /// through IMAGEVECTOR_OVERWRITE); `list`: one image reference per line.
+    #[arg(long, env = "SCION_OUTPUT", value_enum, default_value_t = ImagesOutput::Yaml)]
+    pub output: ImagesOutput,
+}
+
+/// Output formats of `scion images`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImagesOutput {
+    Yaml,
+    List,
+}
+
+/// Run `scion images`.
+pub fn run(args: &ImagesArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    if !crate::profile::BUILTIN_PROVIDERS.contains(&args.provider.as_str()) {
+        anyhow::bail!(
+            "unknown provider {:?}: built-in providers are {}",
+            args.provider,
+            crate::profile::BUILTIN_PROVIDERS.join(", ")
+        );
+    }
+    let vector = ImageVector::builtin_with_env_overwrite(&args.provider)?;
+    let text = match args.output {
+        ImagesOutput::Yaml => vector.to_yaml(),
+        ImagesOutput::List => list(vector.entries()),
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// Every distinct image reference, in vector order (`ref`, `repository:tag`,
+/// `repository@sha256:…`, or the bare repository of an untagged entry).
+fn list<'a>(entries: impl Iterator<Item = &'a ImageSource>) -> String {
+    let mut seen = Vec::new();
+    for e in entries {
+        let reference = match (&e.reference, &e.repository, &e.tag) {
+            (Some(r), _, _) => r.clone(),
+            (None, Some(repo), Some(tag)) if tag.starts_with("sha256:") => format!("{repo}@{tag}"),
+            (None, Some(repo), Some(tag)) => format!("{repo}:{tag}"),
+            (None, Some(repo), None) => repo.clone(),
+            (None, None, _) => continue,
+        };
+        if !seen.contains(&reference) {
+            seen.push(reference);
+        }
+    }
+    let mut text = seen.join("\n");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_every_ccm_minor_and_the_sidecar_of_a_provider() {
+        let mut out = Vec::new();
+        run(
+            &ImagesArgs {
+                provider: "aws".into(),
+                output: ImagesOutput::List,
+            },
+            &mut out,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6, "{text}");
+        assert!(lines.contains(&"registry.k8s.io/provider-aws/cloud-controller-manager:v1.36.1"));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with("machine-controller-manager-provider-aws:v0.28.1"))
+        );
+        let mut yaml = Vec::new();
+        run(
+            &ImagesArgs {
+                provider: "azure".into(),
+                output: ImagesOutput::Yaml,
+            },
+            &mut yaml,
+        )
+        .unwrap();
+        let vector = ImageVector::parse("out", &String::from_utf8(yaml).unwrap()).unwrap();
+        assert!(vector.has("cloud-node-manager"));
+        let err = run(
+            &ImagesArgs {
+                provider: "vsphere".into(),
+                output: ImagesOutput::List,
+            },
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("\"vsphere\""), "{err}");
+    }
+}

@@ -1,0 +1,137 @@
+//! The secrets manager's I/O: list the Secrets of the identity, create what
+//! [`crate::secrets::plan`] decides, delete the stale ones — never one the
+//! running CCM still mounts, so a renewed certificate replaces the old one
+//! without a gap.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+
+use super::{CCM_DEPLOYMENT, ControlPlaneActuator};
+use crate::controller::Error;
+use crate::gardener::ShootContext;
+use crate::secrets::{self, CaRotation, Plan, Request};
+
+/// The label selector of the secrets manager's Secrets (provider filled in).
+pub const IDENTITY_SELECTOR: &str = "managed-by=secrets-manager,manager-identity=";
+
+fn selector(provider: &str) -> String {
+    format!("{IDENTITY_SELECTOR}{}", secrets::identity(provider))
+}
+
+async fn list(actuator: &ControlPlaneActuator, namespace: &str) -> Result<Vec<Secret>, Error> {
+    let api: Api<Secret> = Api::namespaced(actuator.client.clone(), namespace);
+    let list = api
+        .list(&ListParams::default().labels(&selector(&actuator.provider)))
+        .await
+        .map_err(|e| {
+            Error::kube(
+                format!("list the secrets manager's Secrets in {namespace}"),
+                e,
+            )
+        })?;
+    Ok(list.items)
+}
+
+/// The shoot's CA rotation as the secrets manager reads it.
+fn rotation(shoot: &ShootContext) -> CaRotation {
+    let ca = shoot.ca_rotation();
+    CaRotation {
+        last_initiation: ca
+            .last_initiation_time
+            .as_deref()
+            .and_then(secrets::unix_seconds),
+        completing: ca.phase.as_deref() == Some("Completing"),
+    }
+}
+
+/// Plan the CA, bundle and serving certificate and create what is missing.
+pub(super) async fn ensure(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+    shoot: &ShootContext,
+) -> Result<Plan, Error> {
+    let existing = list(actuator, namespace).await?;
+    let plan = secrets::plan(&Request {
+        provider: &actuator.provider,
+        namespace,
+        now: (actuator.now_unix)(),
+        rotation: rotation(shoot),
+        existing: &existing,
+    })?;
+    let api: Api<Secret> = Api::namespaced(actuator.client.clone(), namespace);
+    for object in &plan.create {
+        let secret: Secret = serde_json::from_value(object.clone())
+            .map_err(|e| Error::Internal(format!("generated Secret: {e}")))?;
+        let name = secret.metadata.name.clone().unwrap_or_default();
+        match api.create(&PostParams::default(), &secret).await {
+            Ok(_) => tracing::info!(secret = %format!("{namespace}/{name}"), "generated secret"),
+            // Content-addressed and immutable: the same name is the same Secret.
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(Error::kube(format!("create Secret {namespace}/{name}"), e)),
+        }
+    }
+    Ok(plan)
+}
+
+/// `Cleanup`: delete the stale Secrets, except those the live CCM Deployment
+/// still mounts (GRM rolls it to the new certificate; the next operation
+/// deletes the old one).
+pub(super) async fn cleanup(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+    plan: &Plan,
+) -> Result<(), Error> {
+    if plan.stale.is_empty() {
+        return Ok(());
+    }
+    let mounted = mounted_secrets(actuator, namespace).await?;
+    for name in plan.stale.iter().filter(|n| !mounted.contains(n)) {
+        delete(actuator, namespace, name).await?;
+    }
+    Ok(())
+}
+
+/// Every Secret of the identity (on deletion and migration).
+pub(super) async fn delete_all(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+) -> Result<(), Error> {
+    for secret in list(actuator, namespace).await? {
+        if let Some(name) = &secret.metadata.name {
+            delete(actuator, namespace, name).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn delete(actuator: &ControlPlaneActuator, namespace: &str, name: &str) -> Result<(), Error> {
+    let api: Api<Secret> = Api::namespaced(actuator.client.clone(), namespace);
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {
+            tracing::info!(secret = %format!("{namespace}/{name}"), "deleted stale secret");
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(Error::kube(format!("delete Secret {namespace}/{name}"), e)),
+    }
+}
+
+/// The Secret volumes of the live CCM Deployment's pod template.
+async fn mounted_secrets(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+) -> Result<Vec<String>, Error> {
+    let live = Api::<Deployment>::namespaced(actuator.client.clone(), namespace)
+        .get_opt(CCM_DEPLOYMENT)
+        .await
+        .map_err(|e| Error::kube(format!("get Deployment {namespace}/{CCM_DEPLOYMENT}"), e))?;
+    Ok(live
+        .and_then(|d| d.spec)
+        .and_then(|s| s.template.spec)
+        .and_then(|s| s.volumes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| v.secret.and_then(|s| s.secret_name))
+        .collect())
+}

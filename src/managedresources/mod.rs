@@ -1,0 +1,262 @@
+//! Delivery through ManagedResources, as Gardener's helpers write them
+//! (`pkg/utils/managedresources`, `RenderChartAndCreate[ForSeed]`): pure
+//! functions from objects to the ManagedResource and the immutable Secret
+//! that carries them. The controller applies what [`bundle`] returns, and
+//! `scion render --managed-resources` prints it, so both are the same bytes.
+//!
+//! | part | Gardener's convention |
+//! |---|---|
+//! | Secret data | one key (the chart name, e.g. `seed-controlplane`), the objects as a YAML stream (`---\n` before each document) |
+//! | Secret name | `<ManagedResource name>-<first 8 hex of the per-key checksum of the data>` (`kubernetesutils.MakeUnique`) |
+//! | Secret fields | `type: Opaque`, `immutable: true`, label `resources.gardener.cloud/garbage-collectable-reference: "true"` |
+//! | ManagedResource | no labels; annotation `reference.resources.gardener.cloud/secret-<first 8 hex of sha256(secret name)>: <secret name>` per secretRef |
+//! | seed class | `spec.class: seed`, nothing else set |
+//! | shoot class | no class, `keepObjects: false`, `injectLabels: {shoot.gardener.cloud/no-cleanup: "true"}`, `forceOverwriteAnnotations: false` |
+//!
+//! A content change gives a new Secret name, so the ManagedResource changes
+//! with it and the Secret it referenced before is left to GRM's garbage
+//! collector (it carries the label). GRM splits a key's text at every `---\n`:
+//! a document whose YAML form contains that sequence (a PEM block in a
+//! string, say) is written as JSON, which is YAML too and cannot contain it.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::checksum;
+use crate::gardener::managedresource::{
+    GARBAGE_COLLECTABLE_LABEL, NO_CLEANUP_LABEL, REFERENCE_ANNOTATION_PREFIX, SEED_CLASS,
+};
+
+/// Which gardener-resource-manager applies a ManagedResource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The seed's GRM (`spec.class: seed`): objects land in the seed.
+    Seed,
+    /// The shoot's GRM (no class): objects land in the shoot.
+    Shoot,
+}
+
+/// A ManagedResource and the Secret with its objects, ready to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bundle {
+    pub namespace: String,
+    /// Name of the ManagedResource.
+    pub name: String,
+    pub class: Class,
+    /// The ManagedResource object.
+    pub managed_resource: Value,
+    /// The Secret object (immutable, content-addressed name).
+    pub secret: Value,
+    pub secret_name: String,
+}
+
+/// The objects as one YAML stream, `---\n` before each document.
+pub fn encode(objects: &[Value]) -> Result<String, String> {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    // Long flags stay on one line; multi-line values stay literal blocks.
+    options.folded_wrap_chars = 1 << 16;
+    let mut out = String::new();
+    for object in objects {
+        let mut doc = serde_saphyr::to_string_with_options(object, options.clone())
+            .map_err(|e| e.to_string())?;
+        if doc.contains("---\n") {
+            doc = serde_json::to_string(object).map_err(|e| e.to_string())?;
+        }
+        out.push_str("---\n");
+        out.push_str(&doc);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// `<name>-<8 hex>`: the first 8 hex digits of the per-key checksum of the data
+/// (Gardener's `utils.ComputeSecretChecksum`).
+pub fn secret_name(name: &str, data: &BTreeMap<String, Vec<u8>>) -> String {
+    let sum = checksum::per_key_checksum(data);
+    let hyphen = if name.ends_with('-') { "" } else { "-" };
+    format!("{name}{hyphen}{}", &sum[..8])
+}
+
+/// `reference.resources.gardener.cloud/<kind>-<first 8 hex of sha256(name)>`.
+pub fn reference_annotation(kind: &str, name: &str) -> String {
+    let sum = checksum::sha256_hex(name.as_bytes());
+    format!("{REFERENCE_ANNOTATION_PREFIX}{kind}-{}", &sum[..8])
+}
+
+/// The ManagedResource `name` in `namespace` of `class` carrying `objects`
+/// under the data key `key`, and its Secret.
+pub fn bundle(
+    namespace: &str,
+    name: &str,
+    class: Class,
+    key: &str,
+    objects: &[Value],
+) -> Result<Bundle, String> {
+    let text = encode(objects)?;
+    let data = BTreeMap::from([(key.to_string(), text.into_bytes())]);
+    let secret_name = secret_name(name, &data);
+    let encoded: BTreeMap<&String, String> = data
+        .iter()
+        .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+        .collect();
+    let secret = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": secret_name,
+            "namespace": namespace,
+            "labels": {GARBAGE_COLLECTABLE_LABEL: "true"},
+        },
+        "type": "Opaque",
+        "immutable": true,
+        "data": encoded,
+    });
+    let spec = match class {
+        Class::Seed => json!({"secretRefs": [{"name": secret_name}], "class": SEED_CLASS}),
+        Class::Shoot => json!({
+            "secretRefs": [{"name": secret_name}],
+            "keepObjects": false,
+            "injectLabels": {NO_CLEANUP_LABEL: "true"},
+            "forceOverwriteAnnotations": false,
+        }),
+    };
+    let managed_resource = json!({
+        "apiVersion": "resources.gardener.cloud/v1alpha1",
+        "kind": "ManagedResource",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {reference_annotation("secret", &secret_name): secret_name},
+        },
+        "spec": spec,
+    });
+    Ok(Bundle {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        class,
+        managed_resource,
+        secret,
+        secret_name,
+    })
+}
+
+/// The objects of a ManagedResource Secret's data: every key's text split at
+/// `---\n` as GRM splits it, each document parsed (YAML or JSON). Keys ending
+/// in `.br` (Brotli) are reported as unreadable, not skipped.
+pub fn decode(data: &BTreeMap<String, Vec<u8>>) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    for (key, bytes) in data {
+        if key.ends_with(".br") {
+            return Err(format!(
+                "key {key:?} is Brotli-compressed; scion does not read it"
+            ));
+        }
+        let text = std::str::from_utf8(bytes).map_err(|_| format!("key {key:?} is not UTF-8"))?;
+        for doc in text.split("---\n") {
+            if doc.trim().is_empty() {
+                continue;
+            }
+            let value: Value =
+                serde_saphyr::from_str(doc).map_err(|e| format!("key {key:?}: {e}"))?;
+            if !value.is_null() {
+                out.push(value);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_make_unique_and_the_reference_annotation() {
+        // sha256("a") = ca978112…, sha256(that hex) begins with the name suffix.
+        let data = BTreeMap::from([("k".to_string(), b"a".to_vec())]);
+        let want = checksum::sha256_hex(checksum::sha256_hex(b"a").as_bytes());
+        assert_eq!(secret_name("mr", &data), format!("mr-{}", &want[..8]));
+        assert_eq!(secret_name("mr-", &data), format!("mr-{}", &want[..8]));
+        assert_eq!(
+            reference_annotation("secret", "x"),
+            format!(
+                "reference.resources.gardener.cloud/secret-{}",
+                &checksum::sha256_hex(b"x")[..8]
+            )
+        );
+    }
+
+    #[test]
+    fn seed_and_shoot_bundles_have_gardeners_fields() {
+        let objects = vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}),
+        ];
+        let seed = bundle(
+            "ns",
+            "extension-controlplane-seed",
+            Class::Seed,
+            "seed-controlplane",
+            &objects,
+        )
+        .unwrap();
+        assert_eq!(
+            seed.managed_resource["spec"],
+            json!({"secretRefs": [{"name": seed.secret_name}], "class": "seed"})
+        );
+        assert!(seed.secret_name.starts_with("extension-controlplane-seed-"));
+        assert_eq!(seed.secret["immutable"], true);
+        assert_eq!(
+            seed.secret["metadata"]["labels"][GARBAGE_COLLECTABLE_LABEL],
+            "true"
+        );
+        let annotations = seed.managed_resource["metadata"]["annotations"]
+            .as_object()
+            .unwrap();
+        assert_eq!(annotations.len(), 1);
+        assert_eq!(
+            annotations.values().next().unwrap(),
+            &json!(seed.secret_name)
+        );
+        assert!(seed.managed_resource["metadata"].get("labels").is_none());
+        let shoot = bundle(
+            "ns",
+            "extension-controlplane-shoot",
+            Class::Shoot,
+            "shoot-system-components",
+            &objects,
+        )
+        .unwrap();
+        assert_eq!(
+            shoot.managed_resource["spec"]["injectLabels"],
+            json!({"shoot.gardener.cloud/no-cleanup": "true"})
+        );
+        assert_eq!(shoot.managed_resource["spec"]["keepObjects"], false);
+        assert!(shoot.managed_resource["spec"].get("class").is_none());
+    }
+
+    #[test]
+    fn documents_survive_grms_split_even_with_dashes_inside() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let objects = vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"ca.crt": pem}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"x": "line1\nline2\n"}}),
+        ];
+        let text = encode(&objects).unwrap();
+        let data = BTreeMap::from([("k".to_string(), text.into_bytes())]);
+        assert_eq!(decode(&data).unwrap(), objects);
+    }
+
+    #[test]
+    fn the_same_objects_give_the_same_secret() {
+        let objects = vec![json!({"kind": "X", "metadata": {"name": "a"}})];
+        let a = bundle("ns", "m", Class::Seed, "k", &objects).unwrap();
+        let b = bundle("ns", "m", Class::Seed, "k", &objects).unwrap();
+        assert_eq!(a, b);
+        let other = bundle("ns", "m", Class::Seed, "k", &[json!({"kind": "Y"})]).unwrap();
+        assert_ne!(a.secret_name, other.secret_name);
+    }
+}

@@ -1,0 +1,214 @@
+//! The secrets manager inside the ControlPlane controller, against the
+//! stateful mock API server: the serving certificate renewed before it
+//! expires without a gap (the old Secret stays while the running CCM mounts
+//! it), and a CA rotation (new CA, old one kept in the bundle until the
+//! rotation completes).
+
+mod support;
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use scion::gardener::ShootContext;
+use serde_json::{Value, json};
+use support::controller::mock::*;
+use support::controller::*;
+
+const SEED_MR: &str = "extension-controlplane-seed";
+const YEAR: i64 = 365 * 24 * 3600;
+
+/// The certificates' clock of the tests in this file (each test its own).
+static RENEWAL_CLOCK: AtomicI64 = AtomicI64::new(NOW_UNIX);
+static ROTATION_CLOCK: AtomicI64 = AtomicI64::new(NOW_UNIX);
+
+/// The secrets manager's Secrets by config name (the `name` label).
+fn certificates(f: &Fake) -> Vec<(String, String)> {
+    let api = f.api.lock().unwrap();
+    let mut out: Vec<(String, String)> = api
+        .list(&format!("/api/v1/namespaces/{NS}/secrets"))
+        .into_iter()
+        .filter(|s| s["metadata"]["labels"]["managed-by"] == "secrets-manager")
+        .map(|s| {
+            (
+                s["metadata"]["labels"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                s["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn of(certs: &[(String, String)], config: &str) -> Vec<String> {
+    certs
+        .iter()
+        .filter(|(c, _)| c == config)
+        .map(|(_, n)| n.clone())
+        .collect()
+}
+
+/// The serving certificate Secret the rendered Deployment mounts.
+fn mounted(f: &Fake) -> String {
+    let deployment = f
+        .managed_objects(SEED_MR)
+        .into_iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment");
+    deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "cloud-controller-manager-server")
+        .expect("volume")["secret"]["secretName"]
+        .as_str()
+        .expect("name")
+        .to_string()
+}
+
+/// What GRM would have applied: the CCM Deployment mounting `secret`.
+fn running_ccm(f: &Fake, secret: &str) {
+    let path = format!("/apis/apps/v1/namespaces/{NS}/deployments/cloud-controller-manager");
+    let mut api = f.api.lock().unwrap();
+    api.remove(&path);
+    api.insert(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "cloud-controller-manager", "namespace": NS},
+        "spec": {"template": {"spec": {"containers": [], "volumes": [
+            {"name": "cloud-controller-manager-server", "secret": {"secretName": secret}}]}}}}));
+}
+
+async fn request_reconcile(f: &Fake) {
+    f.store(&annotated(f.controlplane(), "reconcile"));
+    f.reconcile_stored().await.expect("reconciles");
+}
+
+#[tokio::test]
+async fn the_serving_certificate_is_renewed_without_a_gap() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = fake_with(state(shoot), "aws", None, |r| {
+        r.actuator.now_unix = || RENEWAL_CLOCK.load(Ordering::SeqCst);
+    });
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    let first = mounted(&f);
+    running_ccm(&f, &first);
+    let certs = certificates(&f);
+    assert_eq!(
+        of(&certs, "cloud-controller-manager-server"),
+        std::slice::from_ref(&first)
+    );
+
+    // Seven years on (before 80 % of ten years): nothing new.
+    RENEWAL_CLOCK.store(NOW_UNIX + 7 * YEAR, Ordering::SeqCst);
+    request_reconcile(&f).await;
+    assert_eq!(certificates(&f), certs);
+
+    // Nine years on: renewed; the old one stays while the CCM mounts it.
+    RENEWAL_CLOCK.store(NOW_UNIX + 9 * YEAR, Ordering::SeqCst);
+    request_reconcile(&f).await;
+    let second = mounted(&f);
+    assert_ne!(second, first);
+    let servers = of(&certificates(&f), "cloud-controller-manager-server");
+    assert!(
+        servers.contains(&first) && servers.contains(&second),
+        "{servers:?}"
+    );
+    let renewed = f.get(&secret_path(&second)).expect("new Secret");
+    let issued: i64 = renewed["metadata"]["labels"]["issued-at-time"]
+        .as_str()
+        .expect("issued-at-time")
+        .parse()
+        .expect("unix seconds");
+    assert!(issued >= NOW_UNIX + 9 * YEAR - 3600, "{issued}");
+    assert_eq!(
+        of(&certificates(&f), "ca-provider-aws-controlplane"),
+        of(&certs, "ca-provider-aws-controlplane"),
+        "the CA is not renewed with the certificate"
+    );
+
+    // GRM rolled the CCM to the new Secret: the next operation deletes the old.
+    running_ccm(&f, &second);
+    request_reconcile(&f).await;
+    assert_eq!(
+        of(&certificates(&f), "cloud-controller-manager-server"),
+        [second]
+    );
+}
+
+fn rotating(phase: &str) -> ShootContext {
+    let mut s = shoot(&["IPv4"], false);
+    let ca = &mut s.shoot.status.credentials.rotation.certificate_authorities;
+    ca.last_initiation_time = Some("2026-12-01T00:00:00Z".into());
+    ca.phase = Some(phase.into());
+    s
+}
+
+fn bundle_certificates(f: &Fake) -> usize {
+    let name = of(&certificates(f), "ca-provider-aws-controlplane-bundle");
+    assert_eq!(name.len(), 1, "{name:?}");
+    let bundle = f.get(&secret_path(&name[0])).expect("bundle");
+    let pem = bundle["data"]["bundle.crt"].as_str().expect("bundle.crt");
+    let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, pem).expect("b64");
+    String::from_utf8(pem)
+        .expect("utf-8")
+        .matches("-----BEGIN CERTIFICATE-----")
+        .count()
+}
+
+#[tokio::test]
+async fn a_ca_rotation_adds_a_ca_and_drops_the_old_one_when_completing() {
+    let base = fake_with(state(shoot(&["IPv4"], false)), "aws", None, |r| {
+        r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
+    });
+    base.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    let old_ca = of(&certificates(&base), "ca-provider-aws-controlplane");
+    assert_eq!(old_ca.len(), 1);
+    assert_eq!(bundle_certificates(&base), 1);
+
+    ROTATION_CLOCK.store(NOW_UNIX + 30 * 24 * 3600, Ordering::SeqCst);
+    let preparing = fake_with(
+        state(rotating("Preparing")),
+        "aws",
+        Some(base.api.clone()),
+        |r| {
+            r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
+        },
+    );
+    request_reconcile(&preparing).await;
+    let cas = of(&certificates(&preparing), "ca-provider-aws-controlplane");
+    assert_eq!(cas.len(), 2, "new CA next to the old one: {cas:?}");
+    assert!(cas.contains(&old_ca[0]));
+    assert_eq!(bundle_certificates(&preparing), 2, "bundle trusts both");
+    let new_ca: Vec<Value> = cas
+        .iter()
+        .filter(|n| **n != old_ca[0])
+        .map(|n| preparing.get(&secret_path(n)).expect("CA"))
+        .collect();
+    assert_eq!(new_ca[0]["metadata"]["labels"]["persist"], "true");
+    assert_ne!(
+        new_ca[0]["metadata"]["labels"]["last-rotation-initiation-time"],
+        ""
+    );
+
+    let completing = fake_with(
+        state(rotating("Completing")),
+        "aws",
+        Some(base.api.clone()),
+        |r| {
+            r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
+        },
+    );
+    // No CCM mounts anything here, so every stale Secret goes at once.
+    request_reconcile(&completing).await;
+    let cas = of(&certificates(&completing), "ca-provider-aws-controlplane");
+    assert_eq!(cas.len(), 1, "{cas:?}");
+    assert!(!cas.contains(&old_ca[0]), "the old CA is gone");
+    assert_eq!(bundle_certificates(&completing), 1);
+}

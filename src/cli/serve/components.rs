@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::FutureExt as _;
 
+use crate::controller::extension::metrics::ControllerMetrics;
 use crate::controller::health::{Caches, HealthChecks};
 use crate::controller::heartbeat::Heartbeat;
 use crate::controller::{
@@ -206,6 +207,9 @@ pub struct ControllerSettings {
     pub ignore_operation_annotation: bool,
     /// `--controlplane-max-concurrent-reconciles`.
     pub concurrency: u16,
+    /// controller-runtime's controller families, registered with the
+    /// server's (served on `/metrics`).
+    pub metrics: Option<ControllerMetrics>,
 }
 
 /// The ControlPlane reconciler with its actuator.
@@ -224,6 +228,7 @@ pub fn controller_context(
     let mut reconciler = ControlPlaneReconciler::new(client, state, settings.provider, actuator);
     reconciler.ignore_operation_annotation = settings.ignore_operation_annotation;
     reconciler.concurrency = settings.concurrency;
+    reconciler.metrics = settings.metrics;
     Arc::new(reconciler)
 }
 

@@ -20,6 +20,7 @@ use futures::FutureExt as _;
 use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
 use crate::admission::Mutator;
+use crate::controller::extension::metrics::ControllerMetrics;
 use crate::deploy::Extension;
 use crate::mutation::WebhookMutator;
 use crate::profile::BUILTIN_PROVIDERS;
@@ -285,6 +286,7 @@ fn leader_work(
     images: &ImageVector,
     state: &Arc<dyn StateSource>,
     client: Option<kube::Client>,
+    metrics: &Metrics,
 ) -> anyhow::Result<Option<LeaderWork>> {
     let disabled_controllers = args.go.disabled_controllers().map_err(anyhow::Error::msg)?;
     let wants = |name: ControllerName| {
@@ -337,6 +339,7 @@ fn leader_work(
                 images: images.clone(),
                 ignore_operation_annotation: args.go.ignore_operation_annotation,
                 concurrency: args.go.controlplane_max_concurrent_reconciles,
+                metrics: Some(ControllerMetrics::register(&mut metrics.registry())),
             },
         ))
     } else {
@@ -446,7 +449,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(client) => Some(extension(&args, &profile, client)?),
         None => None,
     };
-    let leader = leader_work(&args, &profile, &images, &choice.state, choice.client)?.map(|work| {
+    let leader = leader_work(
+        &args,
+        &profile,
+        &images,
+        &choice.state,
+        choice.client,
+        &metrics,
+    )?
+    .map(|work| {
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             if let Err(err) = work.run(shutdown).await {

@@ -15,8 +15,10 @@
 //! | `status.rs` | the status bodies (Processing, Succeeded, Error with codes) |
 //! | `codes.rs` | Gardener's error codes of an error text |
 //! | `reconciler.rs` | the state machine, backoff, finalizer and annotation patches, the kube-runtime `Controller` |
+//! | `metrics.rs` | controller-runtime's controller metric families (`controller_runtime_reconcile_*`, `workqueue_*`) |
 
 pub mod codes;
+pub mod metrics;
 pub mod operation;
 mod reconciler;
 pub mod status;
@@ -49,6 +51,9 @@ pub trait Extension:
     const KIND: &'static str;
     /// The finalizer the reconciler puts on objects it handles.
     const FINALIZER: &'static str;
+    /// The controller name Gardener registers for the kind (the `controller`
+    /// label of controller-runtime's metrics, `controlplane`).
+    const CONTROLLER: &'static str;
     /// `spec.type`.
     fn extension_type(&self) -> &str;
     /// `spec.class`; unset counts as `shoot`.
@@ -64,6 +69,8 @@ pub trait Extension:
 impl Extension for ControlPlane {
     const KIND: &'static str = "ControlPlane";
     const FINALIZER: &'static str = "extensions.gardener.cloud/controlplane";
+    /// `extensions/pkg/controller/controlplane`'s `ControllerName`.
+    const CONTROLLER: &'static str = "controlplane";
     fn extension_type(&self) -> &str {
         &self.spec.type_
     }

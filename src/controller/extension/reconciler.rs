@@ -32,6 +32,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
+use super::metrics::ControllerMetrics;
 use super::operation::{
     self, FORCE_DELETION_ANNOTATION, Gate, OPERATION_ANNOTATION, OperationType,
 };
@@ -64,6 +65,8 @@ pub struct Reconciler<K, A> {
     pub resync: Duration,
     /// Clock for `lastUpdateTime`.
     pub now: fn() -> String,
+    /// controller-runtime's controller families; `None` records nothing.
+    pub metrics: Option<ControllerMetrics>,
     pub actuator: A,
     memory: Mutex<HashMap<String, Memory>>,
     kind: PhantomData<fn() -> K>,
@@ -109,6 +112,7 @@ impl<K: Extension, A: Actuator<K>> Reconciler<K, A> {
             timeout: RECONCILIATION_TIMEOUT,
             resync: Duration::from_secs(600),
             now: status::now_rfc3339,
+            metrics: None,
             actuator,
             memory: Mutex::new(HashMap::new()),
             kind: PhantomData,
@@ -270,7 +274,24 @@ fn rendered_hash<K: Extension>(obj: &K, shoot: &ShootContext) -> u64 {
 ///    and retried with backoff; a reconcile that runs out of time is recorded
 ///    the same way. A requested requeue (`Outcome::RequeueAfter`) runs the
 ///    operation again after 2 s even though nothing new is requested.
+///
+/// With `ctx.metrics`, every call is counted and timed in controller-runtime's
+/// families (see [`super::metrics`]).
 pub async fn reconcile<K: Extension, A: Actuator<K>>(
+    obj: Arc<K>,
+    ctx: Arc<Reconciler<K, A>>,
+) -> Result<Action, Error> {
+    let Some(metrics) = ctx.metrics.clone() else {
+        return reconcile_once(obj, ctx).await;
+    };
+    let work = metrics.begin(K::CONTROLLER);
+    let result = reconcile_once(obj, ctx).await;
+    work.finish(&result);
+    result
+}
+
+/// One reconcile as [`reconcile`] documents it, without the metrics.
+async fn reconcile_once<K: Extension, A: Actuator<K>>(
     obj: Arc<K>,
     ctx: Arc<Reconciler<K, A>>,
 ) -> Result<Action, Error> {
@@ -299,7 +320,12 @@ pub async fn reconcile<K: Extension, A: Actuator<K>>(
             let run = operate(obj.as_ref(), &shoot, &ctx, op, remove_annotation);
             let result = match tokio::time::timeout(ctx.timeout, run).await {
                 Ok(result) => result,
-                Err(_) => Err(report_timeout(obj.as_ref(), &ctx, op).await),
+                Err(_) => {
+                    if let Some(metrics) = &ctx.metrics {
+                        metrics.timed_out(K::CONTROLLER);
+                    }
+                    Err(report_timeout(obj.as_ref(), &ctx, op).await)
+                }
             };
             match result {
                 Ok((outcome, action)) => {
@@ -422,6 +448,9 @@ pub async fn run<K: Extension, A: Actuator<K>>(
     on_store: impl FnOnce(Store<K>),
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
+    if let Some(metrics) = &ctx.metrics {
+        metrics.started(K::CONTROLLER, ctx.concurrency);
+    }
     let client = ctx.client.clone();
     let mut controller = Controller::new(
         Api::<K>::all(client.clone()),

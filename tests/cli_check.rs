@@ -1,9 +1,13 @@
 //! `scion check` against a mock API server holding a seed with three shoots:
 //! one whose objects are already what scion writes (matches), one as
 //! gardenlet writes them before any webhook (differs), and one of another
-//! provider (not audited). The audit reads only: every request is a GET or a
-//! LIST/WATCH, and each is allowed by the read-only ClusterRole
-//! `scion check --print-rbac` prints.
+//! provider (not audited). Both aws shoots have a ControlPlane: the matching
+//! one holds the ManagedResources the controller writes (produced here by the
+//! controller's own render and bundling, with the certificate Secrets present
+//! in the namespace), the differing one a seed ManagedResource whose CCM
+//! Deployment has another flag and no shoot ManagedResource. The audit reads
+//! only: every request is a GET or a LIST/WATCH, and each is allowed by the
+//! read-only ClusterRole `scion check --print-rbac` prints.
 
 mod support;
 
@@ -14,17 +18,24 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use scion::cli::check::{Verdict, check_seed};
+use scion::ccm::{self, RenderInput};
+use scion::cli::check::{Report, Verdict, check_seed};
+use scion::controller::controlplane::{self, SEED_MR, SHOOT_MR};
 use scion::deploy::Extension;
 use scion::deploy::rbac::{self, check_cluster_role};
+use scion::managedresources::{self, Bundle, compare::secret_data};
 use scion::mutation::{Engine, Outcome, mutate_request};
-use scion::profile::Profile;
+use scion::profile::{ImageVector, Profile};
+use scion::secrets;
 use scion::state::ObjectsDir;
 use serde_json::{Value, json};
 use support::deploy::{json_response, rbac_request};
 
 const MATCHING: &str = "shoot--dev--aws";
 const DIFFERING: &str = "shoot--dev--awsb";
+/// A shoot whose ManagedResources are the controller's but whose certificate
+/// Secrets are gone: a reconcile would generate new ones.
+const NO_CERTS: &str = "shoot--dev--awsc";
 
 fn yaml(path: &str) -> Value {
     let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
@@ -118,9 +129,100 @@ fn fake_api(
     (kube::Client::new(service, "default"), seen)
 }
 
+/// The certificate Secrets the secrets manager keeps in `namespace`, as the
+/// API server lists them, and the serving certificate's Secret name.
+fn certificates(namespace: &str) -> (Vec<Value>, String) {
+    let plan = secrets::plan(&secrets::Request {
+        provider: "aws",
+        namespace,
+        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        rotation: secrets::CaRotation::default(),
+        existing: &[],
+    })
+    .unwrap();
+    (plan.create, plan.server_secret)
+}
+
+/// The ManagedResources the controller writes for the example ControlPlane in
+/// `namespace`: its own render and bundling over the objects the fake serves.
+fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) -> Vec<Bundle> {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, object) in served.iter().enumerate() {
+        std::fs::write(
+            dir.path().join(format!("{i}.json")),
+            serde_json::to_vec(object).unwrap(),
+        )
+        .unwrap();
+    }
+    let (cp, shoot, credentials) =
+        scion::cli::render::load_render_inputs(dir.path(), namespace, "control-plane").unwrap();
+    let profile = Profile::builtin("aws").unwrap();
+    let images = ImageVector::builtin_with_env_overwrite("aws").unwrap();
+    let rendered = ccm::render(
+        &RenderInput {
+            cp: &cp,
+            shoot: &shoot,
+            credentials: credentials.as_ref(),
+            kube_apiserver_replicas: None,
+            image_override: None,
+            images: &images,
+            server_secret: Some(server_secret),
+        },
+        profile.ccm().unwrap(),
+    )
+    .unwrap();
+    controlplane::bundles(namespace, &rendered).unwrap()
+}
+
+/// `bundle` with one more flag on the CCM container, and that flag's index.
+fn with_changed_flag(bundle: &Bundle) -> (Bundle, usize) {
+    let data = secret_data(&bundle.secret).unwrap();
+    let (key, _) = data.iter().next().unwrap();
+    let mut objects = managedresources::decode(&data).unwrap();
+    let deployment = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == ccm::CCM_NAME)
+        .unwrap();
+    let command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+        .as_array_mut()
+        .unwrap();
+    let index = command.len();
+    command.push(json!("--v=6"));
+    let changed =
+        managedresources::bundle(&bundle.namespace, &bundle.name, bundle.class, key, &objects)
+            .unwrap();
+    (changed, index)
+}
+
+fn serve_bundle(objects: &mut BTreeMap<String, Value>, bundle: &Bundle) {
+    let ns = &bundle.namespace;
+    objects.insert(
+        format!(
+            "/apis/resources.gardener.cloud/v1alpha1/namespaces/{ns}/managedresources/{}",
+            bundle.name
+        ),
+        bundle.managed_resource.clone(),
+    );
+    objects.insert(
+        format!("/api/v1/namespaces/{ns}/secrets/{}", bundle.secret_name),
+        bundle.secret.clone(),
+    );
+}
+
+/// The findings of `ns` of `kinds`: (kind, name, result).
+fn rows<'a>(report: &'a Report, ns: &str, kinds: &[&str]) -> Vec<(&'a str, &'a str, Verdict)> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.namespace == ns && kinds.contains(&f.kind.as_str()))
+        .map(|f| (f.kind.as_str(), f.name.as_str(), f.result.clone()))
+        .collect()
+}
+
 #[tokio::test]
 async fn reports_matching_and_differing_shoots_and_only_reads() {
     let engine = Engine::new(Profile::builtin("aws").unwrap());
+    let controlplane = yaml("examples/objects/aws/controlplane.yaml");
     let cluster = yaml("examples/objects/aws/cluster.yaml");
     let gcp_cluster = yaml("examples/objects/gcp/cluster.yaml");
     let secret = yaml("examples/objects/aws/secret-cloudprovider.yaml");
@@ -140,6 +242,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
 
     let mut objects = BTreeMap::new();
     let mut lists = BTreeMap::new();
+    let mut flag_index = None;
     lists.insert(
         "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
         list(
@@ -147,6 +250,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             vec![
                 cluster.clone(),
                 renamed(cluster.clone(), DIFFERING),
+                renamed(cluster.clone(), NO_CERTS),
                 gcp_cluster.clone(),
             ],
         ),
@@ -158,7 +262,41 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             renamed(kcm.clone(), DIFFERING),
             live_secret(secret.clone(), DIFFERING),
         ),
+        (
+            NO_CERTS,
+            renamed(kcm.clone(), NO_CERTS),
+            live_secret(secret.clone(), NO_CERTS),
+        ),
     ] {
+        // the ControlPlane, the certificates and the ManagedResources
+        let mut cp = renamed(controlplane.clone(), ns);
+        cp["spec"]["secretRef"]["namespace"] = json!(ns);
+        let (certs, server_secret) = certificates(ns);
+        let bundles = controller_bundles(
+            ns,
+            &[renamed(cluster.clone(), ns), cp.clone(), secret.clone()],
+            &server_secret,
+        );
+        lists.insert(
+            format!("/apis/extensions.gardener.cloud/v1alpha1/namespaces/{ns}/controlplanes"),
+            list("ControlPlane", vec![cp]),
+        );
+        lists.insert(
+            format!("/api/v1/namespaces/{ns}/secrets"),
+            list("Secret", if ns == NO_CERTS { vec![] } else { certs }),
+        );
+        for bundle in &bundles {
+            match (ns, bundle.name.as_str()) {
+                (DIFFERING, SEED_MR) => {
+                    let (changed, index) = with_changed_flag(bundle);
+                    flag_index = Some(index);
+                    serve_bundle(&mut objects, &changed);
+                }
+                (DIFFERING, SHOOT_MR) => {} // missing
+                _ => serve_bundle(&mut objects, bundle),
+            }
+        }
+
         objects.insert(
             format!("/apis/apps/v1/namespaces/{ns}/deployments/kube-controller-manager"),
             kcm,
@@ -187,14 +325,8 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
     let (client, seen) = fake_api(objects, lists);
 
     let report = check_seed(client, &engine, None).await.unwrap();
-    let by = |ns: &str| -> Vec<(&str, &str, Verdict)> {
-        report
-            .findings
-            .iter()
-            .filter(|f| f.namespace == ns)
-            .map(|f| (f.kind.as_str(), f.name.as_str(), f.result.clone()))
-            .collect()
-    };
+    let webhooks = ["Deployment", "Secret", "VerticalPodAutoscaler", "Etcd"];
+    let by = |ns: &str| rows(&report, ns, &webhooks);
     assert_eq!(
         by(MATCHING),
         [
@@ -220,6 +352,78 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             .iter()
             .any(|c| c.contains("/spec/template/spec/containers/0/command")),
         "{kcm_finding:?}"
+    );
+    // the ManagedResources: all three match in the matching shoot ...
+    let mr = ["ManagedResource"];
+    assert_eq!(
+        rows(&report, MATCHING, &mr),
+        [
+            ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
+            ("ManagedResource", SEED_MR, Verdict::Matches),
+            ("ManagedResource", SHOOT_MR, Verdict::Matches),
+        ],
+        "{report:#?}"
+    );
+    // ... the changed flag and the missing one are found in the other
+    assert_eq!(
+        rows(&report, DIFFERING, &mr),
+        [
+            ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
+            ("ManagedResource", SEED_MR, Verdict::Differs),
+            ("ManagedResource", SHOOT_MR, Verdict::Missing),
+        ],
+        "{report:#?}"
+    );
+    let seed_mr = report
+        .findings
+        .iter()
+        .find(|f| f.namespace == DIFFERING && f.name == SEED_MR)
+        .unwrap();
+    assert_eq!(
+        seed_mr.changes,
+        [format!(
+            "changed Deployment {DIFFERING}/{} (/spec/template/spec/containers/0/command/{})",
+            ccm::CCM_NAME,
+            flag_index.unwrap()
+        )],
+        "{seed_mr:?}"
+    );
+    // the certificates present were reused: no certificate would be generated
+    for ns in [MATCHING, DIFFERING] {
+        assert!(
+            !report
+                .findings
+                .iter()
+                .any(|f| f.namespace == ns && f.result == Verdict::Missing && f.kind == "Secret"),
+            "{report:#?}"
+        );
+    }
+    // without certificate Secrets the three are generated, and the CCM
+    // Deployment mounts the new serving certificate
+    assert_eq!(
+        rows(&report, NO_CERTS, &["Secret", "ManagedResource"])[1..],
+        [
+            ("Secret", "ca-provider-aws-controlplane", Verdict::Missing),
+            (
+                "Secret",
+                "ca-provider-aws-controlplane-bundle",
+                Verdict::Missing
+            ),
+            ("Secret", secrets::SERVER_CONFIG, Verdict::Missing),
+            ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
+            ("ManagedResource", SEED_MR, Verdict::Differs),
+            ("ManagedResource", SHOOT_MR, Verdict::Matches),
+        ],
+        "{report:#?}"
+    );
+    let seed_mr = report
+        .findings
+        .iter()
+        .find(|f| f.namespace == NO_CERTS && f.name == SEED_MR)
+        .unwrap();
+    assert!(
+        seed_mr.changes[0].contains("/spec/template/spec/volumes/"),
+        "{seed_mr:?}"
     );
     // the gcp shoot is not aws's business (its seed is not aws either)
     assert!(by("shoot--dev--gcp").is_empty(), "{report:#?}");

@@ -6,8 +6,21 @@
 //! on a seed of the provider — runs them through the same request path as
 //! the webhook (`mutation::mutate_request`) and reports what scion would
 //! change: nothing (`matches`), a patch (`differs`, with its operations), or
-//! a denial. A table on the terminal, JSON with `--output json`; the exit
-//! code is non-zero when anything differs.
+//! a denial.
+//!
+//! For every ControlPlane of the provider it also asks the ControlPlane
+//! actuator what a reconcile would write (`ControlPlaneActuator::desired`: the
+//! same certificate plan, render and ManagedResource bundles, with the writes
+//! left out) and compares each ManagedResource with the one present
+//! ([`crate::managedresources::compare`]): `matches`, `differs` (the objects
+//! added, removed or changed, by kind, namespace and name) or `missing`.
+//! Certificates are not re-rendered: the certificate Secrets present in the
+//! namespace are reused as the controller reuses them, so the render mounts
+//! the same serving-certificate Secret; when none can be reused the
+//! certificate a reconcile would generate is reported `missing`.
+//!
+//! A table on the terminal, JSON with `--output json`; the exit code is
+//! non-zero when anything differs.
 //!
 //! It only reads: GET and LIST (plus the Cluster watch of the state source),
 //! the calls of `deploy::rbac::CHECK_API_CALLS`, which
@@ -24,10 +37,13 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::controller::ControlPlaneActuator;
 use crate::deploy::Extension;
 use crate::deploy::rbac::check_cluster_role;
+use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
+use crate::managedresources::compare::compare;
 use crate::mutation::{Engine, Outcome, mutate_request};
-use crate::profile::{ANY_NAME, Profile, ProviderLabel, TARGETS, Target};
+use crate::profile::{ANY_NAME, ImageVector, Profile, ProviderLabel, TARGETS, Target};
 use crate::state::{KubeState, KubeStateOptions, StateSource};
 
 /// Output formats of `scion check`.
@@ -70,6 +86,8 @@ pub enum Verdict {
     Differs,
     /// scion's webhook would deny the object.
     Denied,
+    /// scion's controller would create the object (a ManagedResource, a certificate).
+    Missing,
     /// The object or its shoot could not be read.
     Error,
 }
@@ -114,6 +132,7 @@ impl Report {
                     Verdict::Matches => "matches",
                     Verdict::Differs => "differs",
                     Verdict::Denied => "denied",
+                    Verdict::Missing => "missing",
                     Verdict::Error => "error",
                 };
                 let detail = match (&f.message, f.changes.len()) {
@@ -208,11 +227,13 @@ fn selected(target: &Target, provider: &str, shoot: &str, seed: Option<&str>) ->
 }
 
 /// Audit `namespaces` against the live objects, reading through `client`
-/// and `state` (which holds the Clusters).
+/// and `state` (which holds the Clusters); with `controlplanes`, also the
+/// ManagedResources of the provider's ControlPlanes.
 pub async fn audit(
     client: &kube::Client,
     engine: &Engine,
     state: &dyn StateSource,
+    controlplanes: Option<&ControlPlaneActuator>,
     namespaces: &[String],
 ) -> Report {
     let provider = engine.profile().provider.clone();
@@ -313,8 +334,176 @@ pub async fn audit(
                 ));
             }
         }
+        if let Some(actuator) = controlplanes
+            && shoot_provider == provider
+        {
+            audit_controlplanes(client, actuator, namespace, &shoot, &mut findings).await;
+        }
     }
     Report { provider, findings }
+}
+
+fn error_finding(namespace: &str, kind: &str, name: &str, message: String) -> Finding {
+    Finding {
+        namespace: namespace.to_owned(),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+        result: Verdict::Error,
+        changes: Vec::new(),
+        message: Some(message),
+    }
+}
+
+/// The ControlPlanes of `namespace` the controller reconciles: the
+/// provider's, of class `shoot`, not being deleted.
+async fn controlplanes(
+    client: &kube::Client,
+    provider: &str,
+    namespace: &str,
+) -> Result<Vec<ControlPlane>, kube::Error> {
+    let api: Api<ControlPlane> = Api::namespaced(client.clone(), namespace);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|cp| {
+            cp.spec.type_ == provider
+                && cp.class() == "shoot"
+                && cp.metadata.deletion_timestamp.is_none()
+        })
+        .collect())
+}
+
+/// Compare what the actuator would write for each ControlPlane of
+/// `namespace` with the ManagedResources present.
+async fn audit_controlplanes(
+    client: &kube::Client,
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+    shoot: &ShootContext,
+    findings: &mut Vec<Finding>,
+) {
+    let cps = match controlplanes(client, &actuator.provider, namespace).await {
+        Ok(cps) => cps,
+        Err(err) => {
+            findings.push(error_finding(
+                namespace,
+                "ControlPlane",
+                "",
+                err.to_string(),
+            ));
+            return;
+        }
+    };
+    let mrs: Api<ManagedResource> = Api::namespaced(client.clone(), namespace);
+    let secrets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        namespace,
+        &ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&()),
+    );
+    for cp in cps {
+        let desired = match actuator.desired(&cp, shoot).await {
+            Ok(desired) => desired,
+            Err(err) => {
+                findings.push(error_finding(
+                    namespace,
+                    "ControlPlane",
+                    cp.name(),
+                    err.to_string(),
+                ));
+                continue;
+            }
+        };
+        for created in &desired.plan.create {
+            let config = created["metadata"]["labels"][crate::secrets::LABEL_NAME]
+                .as_str()
+                .unwrap_or_default();
+            findings.push(Finding {
+                namespace: namespace.to_owned(),
+                kind: "Secret".to_owned(),
+                name: config.to_owned(),
+                result: Verdict::Missing,
+                changes: Vec::new(),
+                message: Some(format!(
+                    "no reusable {config} certificate in the namespace: a reconcile generates one, and the CCM mounts the new Secret"
+                )),
+            });
+        }
+        for bundle in &desired.bundles {
+            findings.push(managed_resource_finding(&mrs, &secrets, namespace, bundle).await);
+        }
+    }
+}
+
+/// The finding of one desired ManagedResource against the one present.
+async fn managed_resource_finding(
+    mrs: &Api<ManagedResource>,
+    secrets: &Api<DynamicObject>,
+    namespace: &str,
+    bundle: &crate::managedresources::Bundle,
+) -> Finding {
+    let kind = "ManagedResource";
+    let live = match mrs.get_opt(&bundle.name).await {
+        Ok(Some(live)) => live,
+        Ok(None) => {
+            return Finding {
+                namespace: namespace.to_owned(),
+                kind: kind.to_owned(),
+                name: bundle.name.clone(),
+                result: Verdict::Missing,
+                changes: Vec::new(),
+                message: Some(format!(
+                    "scion would create it with Secret {}",
+                    bundle.secret_name
+                )),
+            };
+        }
+        Err(err) => return error_finding(namespace, kind, &bundle.name, err.to_string()),
+    };
+    let mut referenced = Vec::new();
+    for reference in &live.spec.secret_refs {
+        match secrets.get_opt(&reference.name).await {
+            Ok(secret) => referenced.push((
+                reference.name.clone(),
+                secret.map(|s| serde_json::to_value(s).unwrap_or(Value::Null)),
+            )),
+            Err(err) => {
+                return error_finding(
+                    namespace,
+                    kind,
+                    &bundle.name,
+                    format!("Secret {}: {err}", reference.name),
+                );
+            }
+        }
+    }
+    let live = serde_json::to_value(&live).unwrap_or(Value::Null);
+    let comparison = match compare(bundle, &live, &referenced) {
+        Ok(c) => c,
+        Err(err) => return error_finding(namespace, kind, &bundle.name, err),
+    };
+    let mut changes: Vec<String> = comparison.spec.clone();
+    changes.extend(comparison.objects.iter().map(ToString::to_string));
+    changes.extend(comparison.unreadable.iter().cloned());
+    let message = (!comparison.same_secret && comparison.matches()).then(|| {
+        format!(
+            "same objects; scion would rewrite them into Secret {}",
+            bundle.secret_name
+        )
+    });
+    Finding {
+        namespace: namespace.to_owned(),
+        kind: kind.to_owned(),
+        name: bundle.name.clone(),
+        result: if comparison.matches() {
+            Verdict::Matches
+        } else {
+            Verdict::Differs
+        },
+        changes,
+        message,
+    }
 }
 
 /// How long the Cluster list may take to arrive.
@@ -366,6 +555,7 @@ pub async fn check_seed(
     engine: &Engine,
     only: Option<&str>,
 ) -> anyhow::Result<Report> {
+    let images = ImageVector::builtin_with_env_overwrite(&engine.profile().provider)?;
     let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
     let reflector = state.spawn();
     let synced = tokio::time::timeout(SYNC_TIMEOUT, state.wait_synced()).await;
@@ -384,7 +574,29 @@ pub async fn check_seed(
         reflector.abort();
         anyhow::bail!("no Cluster {o:?} on this seed");
     }
-    let report = audit(&client, engine, state.as_ref(), &namespaces).await;
+    let actuator = match engine.profile().ccm() {
+        Ok(spec) => {
+            let provider = engine.profile().provider.clone();
+            let mut actuator = ControlPlaneActuator::new(
+                client.clone(),
+                state.clone(),
+                &provider,
+                Arc::new(spec.clone()),
+            );
+            actuator.images = Arc::new(images);
+            Some(actuator)
+        }
+        // A profile without a CCM section runs no ControlPlane controller.
+        Err(_) => None,
+    };
+    let report = audit(
+        &client,
+        engine,
+        state.as_ref(),
+        actuator.as_ref(),
+        &namespaces,
+    )
+    .await;
     reflector.abort();
     Ok(report)
 }

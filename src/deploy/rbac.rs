@@ -344,6 +344,31 @@ pub const CHECK_API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
+        site: "cli::check: the provider's ControlPlanes of a shoot namespace",
+        resources: &[gr(EXTENSIONS, "controlplanes")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the ControlPlane's ManagedResources and the Secrets they reference, the credentials and kube-apiserver the render reads",
+        resources: &[
+            gr("resources.gardener.cloud", "managedresources"),
+            gr("", "secrets"),
+            gr("apps", "deployments"),
+        ],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the secrets manager's certificate Secrets by label (reused, as the controller reuses them)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
         site: "cli::check: Azure's tenant service principal Secrets by label",
         resources: &[gr("", "secrets")],
         verbs: &[Verb::List],

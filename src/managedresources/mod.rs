@@ -18,6 +18,9 @@
 //! collector (it carries the label). GRM splits a key's text at every `---\n`:
 //! a document whose YAML form contains that sequence (a PEM block in a
 //! string, say) is written as JSON, which is YAML too and cannot contain it.
+//! [`compare`] holds a desired bundle against the one present (`scion check`).
+
+pub mod compare;
 
 use std::collections::BTreeMap;
 

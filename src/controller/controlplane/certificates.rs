@@ -45,20 +45,30 @@ fn rotation(shoot: &ShootContext) -> CaRotation {
     }
 }
 
+/// Plan the CA, bundle and serving certificate against the Secrets in the
+/// namespace, writing nothing (`scion check` stops here).
+pub(super) async fn plan(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+    shoot: &ShootContext,
+) -> Result<Plan, Error> {
+    let existing = list(actuator, namespace).await?;
+    Ok(secrets::plan(&Request {
+        provider: &actuator.provider,
+        namespace,
+        now: (actuator.now_unix)(),
+        rotation: rotation(shoot),
+        existing: &existing,
+    })?)
+}
+
 /// Plan the CA, bundle and serving certificate and create what is missing.
 pub(super) async fn ensure(
     actuator: &ControlPlaneActuator,
     namespace: &str,
     shoot: &ShootContext,
 ) -> Result<Plan, Error> {
-    let existing = list(actuator, namespace).await?;
-    let plan = secrets::plan(&Request {
-        provider: &actuator.provider,
-        namespace,
-        now: (actuator.now_unix)(),
-        rotation: rotation(shoot),
-        existing: &existing,
-    })?;
+    let plan = plan(actuator, namespace, shoot).await?;
     let api: Api<Secret> = Api::namespaced(actuator.client.clone(), namespace);
     for object in &plan.create {
         let secret: Secret = serde_json::from_value(object.clone())

@@ -134,6 +134,30 @@ impl ControlPlaneActuator {
     }
 }
 
+/// What the actuator would write for a ControlPlane, computed by reading only.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    /// The secrets manager's plan against the certificate Secrets present;
+    /// `plan.create` lists what a reconcile would generate first.
+    pub plan: crate::secrets::Plan,
+    /// The ManagedResources with their Secrets, as [`bundles`] gives them.
+    pub bundles: Vec<Bundle>,
+}
+
+impl ControlPlaneActuator {
+    /// The reconcile's reads and render without its writes: the certificate
+    /// plan over the existing Secrets (reused as the reconcile reuses them),
+    /// the render with the serving certificate's Secret name, the bundles.
+    /// `scion check` compares this with the ManagedResources present.
+    pub async fn desired(&self, cp: &ControlPlane, shoot: &ShootContext) -> Result<Desired, Error> {
+        let namespace = cp.namespace();
+        let plan = certificates::plan(self, namespace, shoot).await?;
+        let rendered = self.render(cp, shoot, &plan.server_secret).await?;
+        let bundles = bundles(namespace, &rendered)?;
+        Ok(Desired { plan, bundles })
+    }
+}
+
 /// The ManagedResources (with their Secrets) of a render, in the order they
 /// are written: configuration (when it has objects), seed, shoot.
 pub fn bundles(namespace: &str, rendered: &Rendered) -> Result<Vec<Bundle>, Error> {

@@ -318,19 +318,18 @@ impl Engine {
                 .or(target.container)
                 .unwrap_or(target.component);
             for action in &rule.actions {
-                apply(&mut draft, action, container, &ctx).map_err(|e| match e {
-                    ApplyError::Shape { path, expected } => Denial::BadObject(format!(
-                        "{} {namespace}/{}: field {path} must be {expected} (rule \"{}\")",
-                        target.kind, target.name, rule.name
-                    )),
-                    ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
-                        "could not get {} '{namespace}/{name}': not found",
-                        kind.word()
-                    )),
-                    ApplyError::NoImage(name) => Denial::Forbidden(format!(
-                        "image {name:?} (rule \"{}\") is not in the image vector",
-                        rule.name
-                    )),
+                apply(&mut draft, action, container, &ctx).map_err(|e| {
+                    apply_denial(
+                        e,
+                        |field| {
+                            Denial::BadObject(format!(
+                                "{} {namespace}/{}: {field} (rule \"{}\")",
+                                target.kind, target.name, rule.name
+                            ))
+                        },
+                        Some(namespace),
+                        Some(&rule.name),
+                    )
                 })?;
             }
         }
@@ -387,18 +386,18 @@ impl Engine {
                     .edit_list(ListAt::Place(place), true, |l| {
                         *l = std::borrow::Cow::Owned(items);
                     })
-                    .map_err(|e| match e {
-                        ApplyError::Shape { path, expected } => Denial::BadObject(format!(
-                            "OperatingSystemConfig {}: field {path} must be {expected}",
-                            name(object)
-                        )),
-                        ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
-                            "could not get {} '{name}': not found",
-                            kind.word()
-                        )),
-                        ApplyError::NoImage(name) => {
-                            Denial::Forbidden(format!("image {name:?} is not in the image vector"))
-                        }
+                    .map_err(|e| {
+                        apply_denial(
+                            e,
+                            |field| {
+                                Denial::BadObject(format!(
+                                    "OperatingSystemConfig {}: {field}",
+                                    name(object)
+                                ))
+                            },
+                            None,
+                            None,
+                        )
                     })?;
             }
         }
@@ -462,18 +461,9 @@ impl Engine {
                     _ => None,
                 };
                 if let Some(new) = new {
-                    *draft.get_mut(place).map_err(|e| match e {
-                        ApplyError::Shape { path, expected } => {
-                            deny(format!("field {path} must be {expected}"))
-                        }
-                        ApplyError::Missing { kind, name } => Denial::Forbidden(format!(
-                            "could not get {} '{name}': not found",
-                            kind.word()
-                        )),
-                        ApplyError::NoImage(name) => {
-                            Denial::Forbidden(format!("image {name:?} is not in the image vector"))
-                        }
-                    })? = Value::Object(new);
+                    *draft
+                        .get_mut(place)
+                        .map_err(|e| apply_denial(e, deny, None, None))? = Value::Object(new);
                 }
             }
         }
@@ -596,4 +586,30 @@ fn resolve_images(profile: &Profile, vector: &ImageVector) -> BTreeMap<String, S
         }
     }
     images
+}
+
+/// The denial of an action that could not be applied, worded once for every
+/// target: `shape` words a shape error from "field P must be E"; a missing
+/// object is named within `namespace` when given; a missing image names the
+/// `rule` that wants it when given.
+fn apply_denial(
+    error: ApplyError,
+    shape: impl FnOnce(String) -> Denial,
+    namespace: Option<&str>,
+    rule: Option<&str>,
+) -> Denial {
+    match error {
+        ApplyError::Shape { path, expected } => shape(format!("field {path} must be {expected}")),
+        ApplyError::Missing { kind, name } => {
+            let name = match namespace {
+                Some(namespace) => format!("{namespace}/{name}"),
+                None => name,
+            };
+            Denial::Forbidden(format!("could not get {} '{name}': not found", kind.word()))
+        }
+        ApplyError::NoImage(name) => Denial::Forbidden(match rule {
+            Some(rule) => format!("image {name:?} (rule \"{rule}\") is not in the image vector"),
+            None => format!("image {name:?} is not in the image vector"),
+        }),
+    }
 }

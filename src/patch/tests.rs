@@ -233,17 +233,16 @@ fn the_table_aligns_a_short_middle_of_a_long_array() {
 /// Hashes that collide pair unequal elements in the hashed alignment; the
 /// alignment is redone on exact classes, past the table as under it.
 #[test]
-fn crafted_hash_collisions_still_give_the_exact_alignment() {
+fn colliding_hashes_still_give_the_exact_alignment() {
     for count in [40, 200, 400] {
-        let a: Vec<Value> = classes::colliding_strings(count)
-            .into_iter()
-            .map(Value::String)
-            .collect();
+        let a: Vec<Value> = (0..count).map(|i| json!(format!("--f{i}"))).collect();
         let mut b = a.clone();
         let moved = b.remove(0);
         b.push(moved);
         b.swap(10, 20);
-        assert_eq!(align(&a, &b), Some(table_alignment(&a, &b, 0)), "{count}");
-        ops(&Value::Array(a), &Value::Array(b));
+        classes::with_colliding_hashes(|| {
+            assert_eq!(align(&a, &b), Some(table_alignment(&a, &b, 0)), "{count}");
+            ops(&Value::Array(a), &Value::Array(b));
+        });
     }
 }

@@ -353,3 +353,33 @@ fn every_recorded_review_decodes_as_with_serde_json() {
     }
     assert!(reviews > 100, "only {reviews} recorded reviews found");
 }
+
+/// The first special byte is found wherever it sits in a long string: in the
+/// first words, inside a 64-byte block, across a block's edge, in the tail.
+#[test]
+fn the_first_special_byte_is_found_at_every_position() {
+    for len in [0usize, 7, 31, 33, 64, 95, 96, 97, 160, 200, 301] {
+        for start in [0usize, 1, 5] {
+            for special in [b'"', b'\\', b'\n', 0x1f, 0] {
+                let plain = vec![b'A'; len];
+                assert_eq!(
+                    super::skip::string_special(&plain, start.min(len)),
+                    len,
+                    "{len} {start}"
+                );
+                for at in start..len {
+                    let mut bytes = plain.clone();
+                    bytes[at] = special;
+                    if at + 1 < len {
+                        bytes[len - 1] = b'"';
+                    }
+                    assert_eq!(
+                        super::skip::string_special(&bytes, start),
+                        at,
+                        "{len} {start} {at} {special}"
+                    );
+                }
+            }
+        }
+    }
+}

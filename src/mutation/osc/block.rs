@@ -24,7 +24,12 @@ pub fn read(text: &str) -> Option<Value> {
         if body.is_empty() {
             continue;
         }
-        if body.starts_with(['#', '\t', '%']) || body.starts_with("---") || body.contains(" #") {
+        // `#` is rare: look for it first (a substring search per line was a
+        // tenth of the reading time).
+        if body.starts_with(['#', '\t', '%'])
+            || body.starts_with("---")
+            || (body.contains('#') && body.contains(" #"))
+        {
             return None;
         }
         if raw.ends_with([' ', '\r']) {
@@ -75,7 +80,10 @@ impl<'a> Reader<'a> {
     /// A block map whose lines have `indent`; `first` is the text of its
     /// first entry when it began after a sequence item's `- `.
     fn mapping(&mut self, indent: usize, first: Option<&'a str>) -> Option<Value> {
-        let mut map = Map::new();
+        // Entries first, the map at the end: the keys come nearly sorted, so
+        // building it at once costs a comparison per key where an insert
+        // each searched the map.
+        let mut entries = Vec::new();
         let mut pending = first;
         loop {
             let body = match pending.take() {
@@ -107,11 +115,12 @@ impl<'a> Reader<'a> {
             } else {
                 scalar(rest)?
             };
-            if map.insert(key, value).is_some() {
-                return None;
-            }
+            entries.push((key, value));
         }
-        Some(Value::Object(map))
+        let count = entries.len();
+        let map: Map<String, Value> = entries.into_iter().collect();
+        // A duplicate key collapsed: the general parser decides.
+        (map.len() == count).then_some(Value::Object(map))
     }
 
     /// A block sequence whose `- ` lines have `indent`.
@@ -149,12 +158,15 @@ fn is_item(body: &str) -> bool {
 
 /// `key: rest` or `key:` with a plain key the reader is sure of.
 fn split_entry(body: &str) -> Option<(String, &str)> {
-    let (key, rest) = match body.find(": ") {
-        Some(i) => (&body[..i], &body[i + 2..]),
-        None => (body.strip_suffix(':')?, ""),
+    // The first `:` ends the key (a key with a `:` is not for this reader),
+    // and a space or the line's end follows it.
+    let i = body.find(':')?;
+    let key = &body[..i];
+    let rest = match &body[i + 1..] {
+        "" => "",
+        after => after.strip_prefix(' ')?,
     };
     if key.is_empty()
-        || key.contains(':')
         || !key.bytes().all(safe_byte)
         || !key.as_bytes()[0].is_ascii_alphabetic()
         || word(key)
@@ -331,11 +343,11 @@ mod tests {
         ]
     }
 
-    fn emitted_node() -> impl Strategy<Value = super::super::yaml::Node> {
+    fn emitted_node() -> impl Strategy<Value = super::super::yaml::Node<'static>> {
         use super::super::yaml::Node;
         let leaf = prop_oneof![
-            scalar_text().prop_map(Node::Str),
-            "[ -~]{0,90}".prop_map(Node::Str),
+            scalar_text().prop_map(|s| Node::Str(s.into())),
+            "[ -~]{0,90}".prop_map(|s| Node::Str(s.into())),
             (-1000i64..1000).prop_map(|i| Node::Int(i.to_string())),
             any::<bool>().prop_map(Node::Bool),
             Just(Node::Null),
@@ -344,7 +356,7 @@ mod tests {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(Node::Seq),
                 prop::collection::btree_map("[a-z][a-zA-Z0-9.]{0,8}", inner, 0..5)
-                    .prop_map(|m| Node::Map(m.into_iter().collect())),
+                    .prop_map(|m| Node::Map(m.into_iter().map(|(k, v)| (k.into(), v)).collect())),
             ]
         })
     }
@@ -357,7 +369,7 @@ mod tests {
             entries in prop::collection::btree_map("[a-z][a-zA-Z0-9.]{0,8}", emitted_node(), 1..6),
         ) {
             use super::super::yaml::{Node, emit};
-            let text = emit(&Node::Map(entries.into_iter().collect()));
+            let text = emit(&Node::Map(entries.into_iter().map(|(k, v)| (k.into(), v)).collect()));
             if let Some(fast) = read(&text) {
                 prop_assert_eq!(fast, general(&text), "{}", text);
             }

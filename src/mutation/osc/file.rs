@@ -25,10 +25,19 @@ pub fn decode(encoding: &str, data: &str) -> Result<Vec<u8>, CodecError> {
 /// Go's `base64.StdEncoding.Decode`: newlines (`\r`, `\n`) are ignored,
 /// padding is required.
 fn decode_b64(data: &str) -> Result<Vec<u8>, CodecError> {
-    let cleaned: String = data.chars().filter(|c| *c != '\n' && *c != '\r').collect();
-    base64::engine::general_purpose::STANDARD
-        .decode(cleaned.as_bytes())
-        .map_err(|e| CodecError(format!("could not decode data using file codec: {e}")))
+    let b64 = &base64::engine::general_purpose::STANDARD;
+    // Content without line breaks (what gardenlet writes) is decoded as it
+    // is; copying it char by char first was 4 % of an OSC review.
+    let decoded = if data.bytes().any(|b| b == b'\n' || b == b'\r') {
+        let cleaned: Vec<u8> = data
+            .bytes()
+            .filter(|b| !matches!(b, b'\n' | b'\r'))
+            .collect();
+        b64.decode(cleaned)
+    } else {
+        b64.decode(data)
+    };
+    decoded.map_err(|e| CodecError(format!("could not decode data using file codec: {e}")))
 }
 
 /// Encode `bytes` with `encoding` (one of those [`decode`] accepts).

@@ -44,9 +44,18 @@ pub fn ensure(text: &str, key: &str, value: &str, comments: &[String]) -> String
             found = true;
             continue;
         }
-        let c = rest.chars().next().expect("not empty");
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
+        // No match here: copy up to the next place one can start (a
+        // match starts with the key's first character unless that is a
+        // dot); one character at a time, this was 2 % of an OSC review.
+        let step = rest.chars().next().map_or(1, char::len_utf8);
+        let skip = match key.chars().next() {
+            Some(first) if first != '.' => {
+                rest[step..].find(first).map_or(rest.len(), |i| step + i)
+            }
+            _ => step,
+        };
+        out.push_str(&rest[..skip]);
+        rest = &rest[skip..];
     }
     if found {
         return out;
@@ -116,5 +125,36 @@ mod tests {
             gcp,
             "net.core.wmem_max = 16777216\nnet.ipv4.ip_forward = 1\nz"
         );
+    }
+
+    /// The replacement one character at a time, as the expression scans.
+    fn scan(text: &str, key: &str, value: &str) -> Option<String> {
+        let (mut out, mut rest, mut found) = (String::new(), text, false);
+        while let Some(c) = rest.chars().next() {
+            if let Some(len) = match_at(rest, key) {
+                out.push_str(&format!("{key} = {value}"));
+                rest = &rest[len..];
+                found = true;
+                continue;
+            }
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        found.then_some(out)
+    }
+
+    proptest::proptest! {
+        /// Skipping to the key's first character finds every match.
+        #[test]
+        fn skipping_ahead_finds_what_scanning_finds(
+            text in "[nk.=1é \n]{0,40}",
+            key in "(n.k|nk|.k|k)",
+        ) {
+            let got = ensure(&text, &key, "0", &[]);
+            match scan(&text, &key, "0") {
+                Some(replaced) => proptest::prop_assert_eq!(got, replaced),
+                None => proptest::prop_assert_eq!(got, format!("{text}\n{key} = 0")),
+            }
+        }
     }
 }

@@ -808,6 +808,23 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 mod tests {
     use super::*;
 
+    /// `decode_struct` walks a map's keys beside the fields sorted by name:
+    /// that needs serde_json's sorted map (a dependency turning on
+    /// `preserve_order` would break it, and this).
+    #[test]
+    fn maps_iterate_in_the_byte_order_of_their_keys() {
+        let map: Map<String, Value> = ["b", "a", "B", "aa"]
+            .into_iter()
+            .map(|k| (k.to_string(), Value::Null))
+            .collect();
+        let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["B", "a", "aa", "b"]);
+        for fields in [SCHEMA] {
+            let order = name_order(fields);
+            assert!(order.windows(2).all(|w| fields[w[0]].name < fields[w[1]].name));
+        }
+    }
+
     /// The golden vector of Gardener's `configcodec_test.go` (80 lines).
     pub const GOLDEN: &str = include_str!("testdata/kubelet-config-golden.yaml");
 

@@ -40,7 +40,7 @@ fn specials(word: u64) -> u64 {
 }
 
 /// The index of the first `"`, `\` or control character (< 0x20) at or after
-/// `i`, or `bytes.len()`. Eight bytes at a time; after the first 32 (most
+/// `i`, or `bytes.len()`. Eight bytes at a time; after the first 64 (most
 /// strings are shorter), whole 64-byte blocks are passed over first.
 #[inline]
 pub(super) fn string_special(bytes: &[u8], mut i: usize) -> usize {
@@ -54,7 +54,7 @@ pub(super) fn string_special(bytes: &[u8], mut i: usize) -> usize {
         }
         i += 8;
         words += 1;
-        if words == 4 {
+        if words == 8 {
             i = plain_blocks(bytes, i);
         }
     }

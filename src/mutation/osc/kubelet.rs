@@ -150,7 +150,7 @@ impl std::fmt::Display for At<'_> {
 /// side instead of looking each of the ~150 fields up in the map (measured:
 /// the look-ups and inserts were half of the decoding time). Computed once
 /// per struct of [`SCHEMA`].
-fn name_order(fields: &'static [Field]) -> std::borrow::Cow<'static, [usize]> {
+fn name_order(fields: &'static [Field]) -> Cow<'static, [usize]> {
     use std::collections::HashMap;
     use std::sync::OnceLock;
     fn sorted(fields: &[Field]) -> Vec<usize> {
@@ -180,8 +180,8 @@ fn name_order(fields: &'static [Field]) -> std::borrow::Cow<'static, [usize]> {
         out
     });
     match orders.get(&(fields.as_ptr() as usize)) {
-        Some(order) => std::borrow::Cow::Borrowed(order),
-        None => std::borrow::Cow::Owned(sorted(fields)),
+        Some(order) => Cow::Borrowed(order),
+        None => Cow::Owned(sorted(fields)),
     }
 }
 

@@ -147,9 +147,9 @@ fn resolve(s: &str) -> Resolved {
                 return Resolved::Other;
             }
             let plain = if s.contains('_') {
-                std::borrow::Cow::Owned(s.replace('_', ""))
+                Cow::Owned(s.replace('_', ""))
             } else {
-                std::borrow::Cow::Borrowed(s)
+                Cow::Borrowed(s)
             };
             if parses_go_int(&plain) || is_yaml_float(&plain) || is_binary(&plain) {
                 Resolved::Other

@@ -3,8 +3,8 @@
 //! [`plan`](super::plan) reads back from a certificate.
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -109,13 +109,7 @@ pub(super) fn server(
                 .map_err(GenerateError::Rcgen)
         })
         .collect::<Result<_, _>>()?;
-    params.is_ca = IsCa::ExplicitNoCa;
-    params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    params.use_authority_key_identifier_extension = true;
+    crate::tls::serving(&mut params);
     let (not_before, not_after) = validity(&mut params, now)?;
     let cert = params.signed_by(&key, &issuer)?;
     Ok(Generated {

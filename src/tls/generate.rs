@@ -175,6 +175,14 @@ pub(crate) fn server_params(names: &[String]) -> Result<CertificateParams, TlsEr
     params
         .distinguished_name
         .push(DnType::CommonName, common_name);
+    serving(&mut params);
+    Ok(params)
+}
+
+/// What makes `params` a serving certificate, for scion's webhook and for
+/// the secrets manager's alike: no CA, digital signature and key
+/// encipherment, serverAuth, the issuer's key identifier.
+pub(crate) fn serving(params: &mut CertificateParams) {
     params.is_ca = IsCa::ExplicitNoCa;
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
@@ -182,7 +190,6 @@ pub(crate) fn server_params(names: &[String]) -> Result<CertificateParams, TlsEr
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.use_authority_key_identifier_extension = true;
-    Ok(params)
 }
 
 /// The parameters of a CA certificate named `common_name` that may sign

@@ -26,8 +26,8 @@ use std::sync::Arc;
 pub use client_auth::{
     ClientAuthConfig, certificate_names, client_rejection, client_verifier, load_client_verifier,
 };
-pub(crate) use generate::write_atomic;
 pub use generate::{GeneratedCertificates, generate_into, server_names};
+pub(crate) use generate::{serving, write_atomic};
 pub use live::LiveServerConfig;
 pub use load::{LoadedPair, PemPair, content_hash, parse_pair, read_pair};
 pub use reload::{ReloadObserver, ReloadTask, spawn_client_ca_reloader, spawn_reloader};

@@ -6,9 +6,10 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`gardener`] | the Gardener and Kubernetes types: every group/version/kind once, the `Cluster`'s shoot context, `ControlPlane` |
+//! | [`gocompat`] | the Go-compatibility codecs: Go quoting and JSON, yaml.v2's emitter, the kubelet configuration, go-systemd units |
 //! | [`profile`] | the provider profile file: rules, the `ccm:` section, the one condition language and version syntax |
 //! | [`patch`] | minimal, deterministic RFC 6902 diffs |
-//! | [`checksum`] | Gardener-compatible checksums of Secret and ConfigMap data |
+//! | [`checksum`] | Gardener-compatible checksums of Secret and ConfigMap data (over [`gocompat`]) |
 //! | [`admission`] | the AdmissionReview wire model and the [`admission::Mutator`] seam |
 //! | [`decode`] | decoding a review, only as much of the object as a mutator reaches |
 //! | [`state`] | where the shoot context and Secrets come from: objects directory, Kubernetes API |
@@ -32,6 +33,7 @@ pub mod controller;
 pub mod decode;
 pub mod deploy;
 pub mod gardener;
+pub mod gocompat;
 pub mod managedresources;
 pub mod mutation;
 pub mod patch;

@@ -225,7 +225,7 @@ pub fn ensure(
             );
             data.set(
                 "credentialsConfig",
-                &crate::checksum::go_json(&Value::Object(reduced)),
+                &crate::gocompat::json::marshal(&Value::Object(reduced)),
             );
             data.set("projectID", field(&config, "projectID"));
         }

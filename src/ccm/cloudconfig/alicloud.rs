@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{CLOUD_CONFIG_KEY, Inputs, first_with_purpose, str_at};
 use crate::ccm::RenderError;
-use crate::checksum::go_json_quote;
+use crate::gocompat::quote::json_quote as go_json_quote;
 
 pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, RenderError> {
     let cp = inputs.cp;

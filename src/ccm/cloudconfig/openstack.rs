@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use super::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_KEY, Inputs, secret_str, str_at, subnets};
 use crate::ccm::RenderError;
+use crate::gocompat::quote::go_quote;
 
 /// Key of the keystone CA in the config Secret.
 pub const KEYSTONE_CA_KEY: &str = "keystone-ca.crt";
@@ -299,21 +300,6 @@ pub(super) fn render(inputs: &Inputs<'_>) -> Result<BTreeMap<String, String>, Re
         out.insert(KEYSTONE_CA_KEY.to_string(), ca_cert.to_string());
     }
     Ok(out)
-}
-
-/// A double-quoted string as Helm's `quote` writes it.
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// The `--user-agent` values: domain name, tenant name (when readable) and the

@@ -27,7 +27,6 @@
 //! `scion check --print-rbac` prints as a ClusterRole.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,7 +42,7 @@ use crate::deploy::rbac::check_cluster_role;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::managedresources::compare::compare;
 use crate::mutation::{Engine, Outcome, mutate_request};
-use crate::profile::{ANY_NAME, ImageVector, Profile, ProviderLabel, TARGETS, Target};
+use crate::profile::{ANY_NAME, ProviderLabel, TARGETS, Target};
 use crate::state::{KubeState, KubeStateOptions, StateSource};
 
 /// Output formats of `scion check`.
@@ -56,12 +55,9 @@ pub enum CheckOutput {
 /// Audit a live seed: what would scion change?
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Built-in provider profile (aws, openstack, gcp, azure, alicloud).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
-    /// A provider profile file instead of the built-in one.
-    #[arg(long, env = "SCION_PROFILE", value_name = "FILE")]
-    pub profile: Option<PathBuf>,
+    /// The provider: `--provider`, `--profile` or `--provider-dir`.
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Only this shoot namespace.
     #[arg(long, short = 'n', value_name = "NS")]
     pub namespace: Option<String>,
@@ -512,15 +508,12 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// Run `scion check`.
 pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if args.print_rbac {
-        let ext = Extension::new(&args.provider, "default")?;
+        let ext = Extension::new(&args.provider.provider_name()?, "default")?;
         let yaml = serde_saphyr::to_string(&check_cluster_role(&ext))?;
         out.write_all(yaml.as_bytes())?;
         return Ok(());
     }
-    let profile = match &args.profile {
-        Some(path) => Profile::load(path)?,
-        None => Profile::builtin(&args.provider)?,
-    };
+    let profile = args.provider.load()?;
     let engine = args.engine.engine(profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -555,7 +548,7 @@ pub async fn check_seed(
     engine: &Engine,
     only: Option<&str>,
 ) -> anyhow::Result<Report> {
-    let images = ImageVector::builtin_with_env_overwrite(&engine.profile().provider)?;
+    let images = super::provider::images(engine.profile())?;
     let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
     let reflector = state.spawn();
     let synced = tokio::time::timeout(SYNC_TIMEOUT, state.wait_synced()).await;
@@ -574,7 +567,7 @@ pub async fn check_seed(
         reflector.abort();
         anyhow::bail!("no Cluster {o:?} on this seed");
     }
-    let actuator = match engine.profile().ccm() {
+    let actuator = match engine.profile().control_plane() {
         Ok(spec) => {
             let provider = engine.profile().provider.clone();
             let mut actuator = ControlPlaneActuator::new(
@@ -586,7 +579,7 @@ pub async fn check_seed(
             actuator.images = Arc::new(images);
             Some(actuator)
         }
-        // A profile without a CCM section runs no ControlPlane controller.
+        // A profile without components runs no ControlPlane controller.
         Err(_) => None,
     };
     let report = audit(

@@ -1,18 +1,18 @@
-//! `scion images`: the image vector of a provider — the built-in one with
+//! `scion images`: the image vector of a provider — its folder's with
 //! `IMAGEVECTOR_OVERWRITE` merged, as `serve` and `render` use it — for
 //! relocating the images into a private registry.
 
 use clap::{Args, ValueEnum};
 
-use crate::profile::ImageVector;
 use crate::profile::imagevector::ImageSource;
 
 /// Flags of `scion images`.
 #[derive(Debug, Args)]
 pub struct ImagesArgs {
-    /// Provider whose image vector is listed (alicloud, aws, azure, gcp, openstack).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    /// The provider whose image vector is listed: `--provider`, `--profile`
+    /// or `--provider-dir`.
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// `yaml`: the vector in Gardener's images.yaml format (feed it, edited, back
     /// through IMAGEVECTOR_OVERWRITE); `list`: one image reference per line.
     #[arg(long, env = "SCION_OUTPUT", value_enum, default_value_t = ImagesOutput::Yaml)]
@@ -28,14 +28,8 @@ pub enum ImagesOutput {
 
 /// Run `scion images`.
 pub fn run(args: &ImagesArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-    if !crate::profile::BUILTIN_PROVIDERS.contains(&args.provider.as_str()) {
-        anyhow::bail!(
-            "unknown provider {:?}: built-in providers are {}",
-            args.provider,
-            crate::profile::BUILTIN_PROVIDERS.join(", ")
-        );
-    }
-    let vector = ImageVector::builtin_with_env_overwrite(&args.provider)?;
+    let profile = args.provider.load()?;
+    let vector = super::provider::images(&profile)?;
     let text = match args.output {
         ImagesOutput::Yaml => vector.to_yaml(),
         ImagesOutput::List => list(vector.entries()),
@@ -67,14 +61,16 @@ fn list<'a>(entries: impl Iterator<Item = &'a ImageSource>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::provider::ProviderArgs;
     use super::*;
+    use crate::profile::ImageVector;
 
     #[test]
     fn lists_every_ccm_minor_and_the_sidecar_of_a_provider() {
         let mut out = Vec::new();
         run(
             &ImagesArgs {
-                provider: "aws".into(),
+                provider: ProviderArgs::builtin("aws"),
                 output: ImagesOutput::List,
             },
             &mut out,
@@ -92,7 +88,7 @@ mod tests {
         let mut yaml = Vec::new();
         run(
             &ImagesArgs {
-                provider: "azure".into(),
+                provider: ProviderArgs::builtin("azure"),
                 output: ImagesOutput::Yaml,
             },
             &mut yaml,
@@ -102,7 +98,7 @@ mod tests {
         assert!(vector.has("cloud-node-manager"));
         let err = run(
             &ImagesArgs {
-                provider: "vsphere".into(),
+                provider: ProviderArgs::builtin("vsphere"),
                 output: ImagesOutput::List,
             },
             &mut Vec::new(),

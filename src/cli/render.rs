@@ -1,5 +1,6 @@
-//! `scion render`: print the CCM objects the controller would deliver for one
-//! ControlPlane, from an objects directory, without a cluster: by default the
+//! `scion render`: print the objects of the provider's components the
+//! controller would deliver for one ControlPlane, from an objects directory,
+//! without a cluster: by default the
 //! plain objects, each in the namespace it lands in (the directly written
 //! Secrets, then the configuration, seed and shoot ManagedResources' objects);
 //! with `--managed-resources` the directly written Secrets, then each
@@ -13,18 +14,19 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
-use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
-use crate::profile::{CcmSpec, ImageVector, Profile};
+use crate::profile::ControlPlaneSpec;
+use crate::render::{self, RenderInput};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// Provider whose CCM section is used (alicloud, aws, azure, gcp, openstack).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    /// The provider whose components are rendered: `--provider`, `--profile`
+    /// or `--provider-dir`.
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Directory with the Cluster, ControlPlane and Secret manifests (YAML or JSON).
     #[arg(long, env = "SCION_OBJECTS_DIR")]
     pub objects_dir: PathBuf,
@@ -69,10 +71,10 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             )
         })?;
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
-    let profile = Profile::builtin(&args.provider)?;
-    let spec = profile.ccm()?;
-    let images = ImageVector::builtin_with_env_overwrite(&args.provider)?;
-    let certificates = ephemeral_certificates(&args.provider, &cp, &shoot)?;
+    let profile = args.provider.load()?;
+    let spec = profile.control_plane()?;
+    let images = super::provider::images(&profile)?;
+    let certificates = ephemeral_certificates(&profile.provider, &cp, &shoot)?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
@@ -129,11 +131,11 @@ pub struct Delivery {
 /// `certificates` are the secrets manager's Secrets, printed first.
 pub fn render_text(
     input: &RenderInput<'_>,
-    spec: &CcmSpec,
+    spec: &ControlPlaneSpec,
     certificates: &[serde_json::Value],
     delivery: Delivery,
 ) -> anyhow::Result<String> {
-    let rendered = ccm::render(input, spec).with_context(|| {
+    let rendered = render::render(input, spec).with_context(|| {
         format!(
             "rendering ControlPlane {}/{}",
             input.cp.namespace(),
@@ -142,7 +144,7 @@ pub fn render_text(
     })?;
     let mut objects: Vec<serde_json::Value> = certificates.to_vec();
     if delivery.managed_resources {
-        objects.push(rendered.access_secret.object.clone());
+        objects.extend(rendered.access_secrets.iter().map(|o| o.object.clone()));
         for bundle in crate::controller::controlplane::bundles(input.cp.namespace(), &rendered)? {
             objects.push(bundle.secret);
             objects.push(bundle.managed_resource);
@@ -152,8 +154,8 @@ pub fn render_text(
     }
     let refs: Vec<&serde_json::Value> = objects.iter().collect();
     Ok(match delivery.output {
-        Output::Yaml => ccm::to_yaml_stream(&refs).map_err(anyhow::Error::msg)?,
-        Output::Json => ccm::to_json_list(&refs),
+        Output::Yaml => render::to_yaml_stream(&refs).map_err(anyhow::Error::msg)?,
+        Output::Json => render::to_json_list(&refs),
     })
 }
 

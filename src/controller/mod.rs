@@ -24,8 +24,8 @@ pub use extension::operation::{OPERATION_ANNOTATION, OperationType, trigger_hash
 pub use extension::{Actuator, Extension, Outcome, Reconciler, error_policy, reconcile};
 pub use leader::{StopSignal, run_while_leading, run_with_leader_election};
 
-use crate::ccm::RenderError;
 use crate::gardener::ControlPlane;
+use crate::render::RenderError;
 use crate::secrets::SecretsError;
 use crate::state::StateError;
 

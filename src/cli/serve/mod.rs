@@ -19,11 +19,11 @@ use futures::FutureExt as _;
 
 use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
+use super::provider::ProviderArgs;
 use crate::admission::Mutator;
 use crate::controller::extension::metrics::ControllerMetrics;
 use crate::deploy::Extension;
 use crate::mutation::WebhookMutator;
-use crate::profile::BUILTIN_PROVIDERS;
 use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
@@ -33,17 +33,9 @@ use components::LeaderWork;
 /// Run the mutating admission webhook.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Built-in provider profile (required unless --profile is given).
-    #[arg(
-        long,
-        env = "SCION_PROVIDER",
-        value_name = "NAME",
-        required_unless_present = "profile"
-    )]
-    pub provider: Option<String>,
-    /// A provider profile file instead of a built-in one.
-    #[arg(long, env = "SCION_PROFILE", value_name = "FILE")]
-    pub profile: Option<PathBuf>,
+    /// The provider: `--provider`, `--profile` or `--provider-dir`.
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Read Cluster, Secret and ConfigMap objects from this directory instead of a cluster.
     #[arg(long, env = "SCION_OBJECTS_DIR", value_name = "DIR")]
     pub objects_dir: Option<PathBuf>,
@@ -164,17 +156,9 @@ impl ControllerName {
 
 impl ServeArgs {
     /// Checks clap cannot express: a provider name must be built in unless a
-    /// profile file is given.
+    /// profile file or folder is given.
     pub fn validate(&self) -> Result<(), String> {
-        if self.profile.is_none()
-            && let Some(provider) = &self.provider
-            && !BUILTIN_PROVIDERS.contains(&provider.as_str())
-        {
-            return Err(format!(
-                "unknown provider {provider:?} for --provider: built-in providers are {}; use --profile FILE for another",
-                BUILTIN_PROVIDERS.join(", ")
-            ));
-        }
+        self.provider.validate()?;
         if self.request_timeout.is_zero() {
             return Err("--request-timeout must be above zero".into());
         }
@@ -222,25 +206,6 @@ impl ServeArgs {
             ..defaults
         }
     }
-}
-
-/// The provider profile: `--profile FILE`, else the built-in of `--provider`.
-fn load_profile(args: &ServeArgs) -> anyhow::Result<Profile> {
-    let profile = match (&args.profile, &args.provider) {
-        (Some(path), _) => Profile::load(path)?,
-        (None, Some(provider)) => Profile::builtin(provider)?,
-        (None, None) => anyhow::bail!("--provider or --profile is required"),
-    };
-    if let Some(provider) = &args.provider
-        && *provider != profile.provider
-    {
-        anyhow::bail!(
-            "--provider {provider:?} does not match the provider {:?} of {}",
-            profile.provider,
-            profile.source
-        );
-    }
-    Ok(profile)
 }
 
 /// The mutator behind `POST /controlplane`: the engine over the profile and
@@ -316,20 +281,11 @@ fn leader_work(
     let provider = profile.provider.clone();
     let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
-        let spec = profile.ccm().cloned().with_context(|| {
+        // The components' images were checked against the vector when the
+        // profile loaded.
+        let spec = profile.control_plane().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
-        let missing: Vec<&str> = spec
-            .image_names()
-            .into_iter()
-            .filter(|n| !images.has(n))
-            .collect();
-        if !missing.is_empty() {
-            anyhow::bail!(
-                "the ccm section names images the image vector does not have: {}",
-                missing.join(", ")
-            );
-        }
         Some(components::controller_context(
             client.clone(),
             state.clone(),
@@ -429,16 +385,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("cannot install the signal handlers")?
         .shared();
     tracing::info!(
-        provider = args.provider.as_deref().unwrap_or(""),
-        profile = ?args.profile,
+        provider = args.provider.name.as_deref().unwrap_or(""),
+        profile = ?args.provider.file,
+        provider_dir = ?args.provider.dir,
         objects_dir = ?args.objects_dir,
         version = env!("CARGO_PKG_VERSION"),
         "starting scion serve"
     );
     let readiness = Readiness::new();
     let metrics = Metrics::new();
-    let profile = load_profile(&args)?;
-    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let profile = args.provider.load()?;
+    let images = super::provider::images(&profile)?;
     let limit = components::ClientLimit {
         qps: args.go.kube_api_qps,
         burst: args.go.kube_api_burst,

@@ -9,20 +9,22 @@
 //! | [`controlplane`] | the ControlPlane actuator: secrets manager, render, ManagedResources, delete/migrate/restore |
 //! | [`health`] | the health-check loop: `ControlPlaneHealthy` from the CCM Deployment and the ManagedResources |
 //! | [`heartbeat`] | the `gardener-extension-heartbeat` Lease |
-//! | `leader.rs` | leader election (kube-lease-manager) |
+//! | [`leader`] | leader election over a Lease (client-go's algorithm; the pure [`leader::plan`]) |
 
 pub mod controlplane;
 pub mod extension;
 pub mod health;
 pub mod heartbeat;
-mod leader;
+pub mod leader;
 
 use std::time::Duration;
 
 pub use controlplane::ControlPlaneActuator;
 pub use extension::operation::{OPERATION_ANNOTATION, OperationType, trigger_hash};
 pub use extension::{Actuator, Extension, Outcome, Reconciler, error_policy, reconcile};
-pub use leader::{StopSignal, run_while_leading, run_with_leader_election};
+pub use leader::{
+    LeaderElection, LeaseTiming, StopSignal, run_while_leading, run_with_leader_election,
+};
 
 use crate::ccm::RenderError;
 use crate::gardener::ControlPlane;

@@ -49,7 +49,7 @@ pub use limits::{
 };
 pub use metrics::{Metrics, Outcome};
 pub use probes::PROBE_MAX_CONNECTIONS;
-pub use readiness::{Check, Readiness, ReadinessReport};
+pub use readiness::{Check, LivenessReport, Readiness, ReadinessReport};
 
 use crate::admission::Mutator;
 use crate::tls::{

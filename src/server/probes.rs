@@ -120,13 +120,30 @@ async fn serve_probes(listeners: ProbeListeners, stopped: watch::Receiver<bool>)
     futures::join!(health, metrics);
 }
 
-/// `GET /healthz` (the process is alive) and `GET /readyz`.
+/// `GET /healthz` (the process can go on) and `GET /readyz`.
 pub(crate) fn health_router(readiness: Readiness) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
         .with_state(readiness)
+}
+
+/// 200 while every part can go on; 500 once one cannot (the kubelet then
+/// restarts the pod).
+async fn healthz(State(readiness): State<Readiness>) -> Response {
+    let report = readiness.liveness();
+    let status = if report.alive() {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        report.render(),
+    )
+        .into_response()
 }
 
 async fn readyz(State(readiness): State<Readiness>) -> Response {

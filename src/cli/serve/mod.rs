@@ -458,11 +458,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &metrics,
     )?
     .map(|work| {
-        let shutdown = shutdown.clone();
+        let (shutdown, liveness) = (shutdown.clone(), readiness.clone());
         tokio::spawn(async move {
-            if let Err(err) = work.run(shutdown).await {
-                tracing::error!(error = %format!("{err:#}"), "leader work stopped");
-            }
+            // A panic in the election is a failure like any other.
+            let outcome = std::panic::AssertUnwindSafe(work.run(shutdown))
+                .catch_unwind()
+                .await;
+            let reason = match outcome {
+                Ok(Ok(())) => return,
+                Ok(Err(err)) => format!("{err:#}"),
+                Err(_) => "the leader election panicked".to_owned(),
+            };
+            liveness.fail_liveness("leader-election", reason);
         })
     });
     // Managed certificates: wait for the first copy (the leader, maybe this

@@ -36,6 +36,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+
+use crate::gardener::api_error::WatchErrors;
 use serde_json::{Value, json};
 
 use super::extension::Extension;
@@ -102,7 +104,13 @@ impl Caches {
             }
         })
         .reflect(writer)
-        .for_each(|_| futures::future::ready(()));
+        .for_each({
+            let mut errors = WatchErrors::new("cloud-controller-manager Deployments");
+            move |item| {
+                errors.observe(&item);
+                futures::future::ready(())
+            }
+        });
         let mut streams: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> =
             vec![Box::pin(deployment_stream)];
         let mut mr_stores = Vec::new();
@@ -123,7 +131,13 @@ impl Caches {
                 }
             })
             .reflect(writer)
-            .for_each(|_| futures::future::ready(()));
+            .for_each({
+                let mut errors = WatchErrors::new("ManagedResources");
+                move |item| {
+                    errors.observe(&item);
+                    futures::future::ready(())
+                }
+            });
             streams.push(Box::pin(stream));
             mr_stores.push((name.clone(), store));
         }
@@ -330,7 +344,7 @@ impl HealthChecks {
             match self.write(&cp, condition).await {
                 Ok(()) => written += 1,
                 Err(e) => {
-                    tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %e, "could not write the health condition")
+                    tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %crate::gardener::api_error::describe(&e), "could not write the health condition")
                 }
             }
         }

@@ -50,7 +50,7 @@ pub enum Error {
     Kube {
         action: String,
         #[source]
-        source: kube::Error,
+        source: crate::gardener::ApiError,
     },
     #[error(transparent)]
     State(#[from] StateError),
@@ -62,7 +62,7 @@ pub enum Error {
     /// Gardener's and may carry the GRM condition's message.
     #[error("{0}")]
     DeletionTimeout(String),
-    #[error("reconcile did not finish within {0:?}")]
+    #[error("reconcile did not finish within {}", crate::gardener::duration::text(*.0))]
     Timeout(Duration),
     #[error("ControlPlane has no {0}")]
     Malformed(&'static str),
@@ -74,7 +74,10 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn kube(action: String, source: kube::Error) -> Self {
-        Self::Kube { action, source }
+        Self::Kube {
+            action,
+            source: source.into(),
+        }
     }
 
     /// Gardener's `lastError.codes` of this error: `ERR_CONFIGURATION_PROBLEM`

@@ -3,6 +3,7 @@
 //!
 //! | file | what |
 //! |---|---|
+//! | [`api_error`] | a Kubernetes API error as an operator reads it (no debug dump of the Status) |
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
 //! | [`duration`] | durations as Kubernetes writes them: parsing flags, writing log lines |
@@ -14,6 +15,7 @@
 //!
 //! This is the lowest layer: it imports nothing else of the crate.
 
+pub mod api_error;
 pub mod cluster;
 pub mod controlplane;
 pub mod duration;
@@ -23,6 +25,7 @@ pub mod objects;
 pub mod version;
 pub mod view;
 
+pub use api_error::ApiError;
 pub use cluster::{
     Cluster, ClusterError, ClusterObject, ClusterSpecSeed, DecodedSpec, ShootContext,
     project_cluster,

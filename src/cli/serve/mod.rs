@@ -428,13 +428,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()
         .context("cannot install the signal handlers")?
         .shared();
-    tracing::info!(
-        provider = args.provider.as_deref().unwrap_or(""),
-        profile = ?args.profile,
-        objects_dir = ?args.objects_dir,
-        version = env!("CARGO_PKG_VERSION"),
-        "starting scion serve"
-    );
+    start_line(&args);
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = load_profile(&args)?;
@@ -504,6 +498,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The first line of `serve`: what it runs with. Unset options are left out
+/// (tracing records no field for `None`), paths are written as paths.
+fn start_line(args: &ServeArgs) {
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let (profile, objects_dir) = (path(&args.profile), path(&args.objects_dir));
+    tracing::info!(
+        provider = args.provider.as_deref(),
+        profile = profile.as_deref(),
+        objects_dir = objects_dir.as_deref(),
+        state = if args.objects_dir.is_some() {
+            "objects directory"
+        } else {
+            "Kubernetes API"
+        },
+        version = env!("CARGO_PKG_VERSION"),
+        "starting scion serve"
+    );
 }
 
 /// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so

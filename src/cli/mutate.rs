@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
 use crate::mutation::{Engine, Outcome, dispatch, fetch, mutate_request};
-use crate::profile::Profile;
 use crate::state::{DecodedObject, Document, ObjectsDir, Snapshot, StateSource, decode_object};
 
 /// Output format of `scion mutate`.
@@ -27,12 +26,8 @@ pub enum Output {
 /// Mutate one object offline, as the webhook would.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
-    /// Provider whose built-in profile to use (aws, openstack, gcp, azure, alicloud).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
-    /// Use this profile file instead of the built-in one.
-    #[arg(long, env = "SCION_PROFILE")]
-    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Directory of Cluster, Secret and ConfigMap manifests.
     #[arg(long, env = "SCION_OBJECTS_DIR", conflicts_with = "cluster")]
     pub objects_dir: Option<PathBuf>,
@@ -54,10 +49,7 @@ pub struct MutateArgs {
 
 /// Run `scion mutate`.
 pub fn run(args: MutateArgs) -> anyhow::Result<()> {
-    let profile = match &args.profile {
-        Some(path) => Profile::load(path)?,
-        None => Profile::builtin(&args.provider)?,
-    };
+    let profile = args.provider.profile()?;
     let engine = args.engine.engine(profile)?;
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;

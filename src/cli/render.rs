@@ -16,15 +16,14 @@ use clap::{Args, ValueEnum};
 use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
-use crate::profile::{CcmSpec, ImageVector, Profile};
+use crate::profile::{CcmSpec, ImageVector};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// Provider whose CCM section is used (alicloud, aws, azure, gcp, openstack).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Directory with the Cluster, ControlPlane and Secret manifests (YAML or JSON).
     #[arg(long, env = "SCION_OBJECTS_DIR")]
     pub objects_dir: PathBuf,
@@ -69,10 +68,11 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             )
         })?;
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
-    let profile = Profile::builtin(&args.provider)?;
+    let profile = args.provider.profile()?;
+    let provider = profile.provider.clone();
     let spec = profile.ccm()?;
-    let images = ImageVector::builtin_with_env_overwrite(&args.provider)?;
-    let certificates = ephemeral_certificates(&args.provider, &cp, &shoot)?;
+    let images = ImageVector::builtin_with_env_overwrite(&provider)?;
+    let certificates = ephemeral_certificates(&provider, &cp, &shoot)?;
     let text = render_text(
         &RenderInput {
             cp: &cp,

@@ -67,6 +67,8 @@ pub struct HealthChecks {
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
     pub now: fn() -> String,
+    /// Conditions written at once (`--healthcheck-max-concurrent-reconciles`, 5).
+    pub concurrency: usize,
 }
 
 /// The caches the checks read.
@@ -333,15 +335,27 @@ impl HealthChecks {
 
     /// One pass over every cached ControlPlane; returns how many were written.
     pub async fn pass(&self, caches: &Caches) -> usize {
+        let due: Vec<_> = caches
+            .controlplanes
+            .state()
+            .into_iter()
+            .filter_map(|cp| {
+                let shoot = self.state.shoot(cp.namespace()).ok()?;
+                let condition = self.evaluate(&cp, &shoot, caches)?;
+                Some((cp, condition))
+            })
+            .collect();
+        let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
+            futures::stream::iter(due.into_iter().map(|(cp, condition)| async move {
+                let result = self.write(&cp, condition).await;
+                (cp, result)
+            })),
+            self.concurrency.max(1),
+        ))
+        .await;
         let mut written = 0;
-        for cp in caches.controlplanes.state() {
-            let Ok(shoot) = self.state.shoot(cp.namespace()) else {
-                continue;
-            };
-            let Some(condition) = self.evaluate(&cp, &shoot, caches) else {
-                continue;
-            };
-            match self.write(&cp, condition).await {
+        for (cp, result) in results {
+            match result {
                 Ok(()) => written += 1,
                 Err(e) => {
                     tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %crate::gardener::api_error::describe(&e), "could not write the health condition")

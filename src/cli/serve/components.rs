@@ -290,6 +290,7 @@ pub fn health_checks(
     state: Arc<dyn StateSource>,
     reconciler: &ControlPlaneReconciler,
     period: std::time::Duration,
+    concurrency: usize,
 ) -> Arc<HealthChecks> {
     let mut managed_resources = Vec::new();
     if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
@@ -306,5 +307,6 @@ pub fn health_checks(
         deployments: vec![controlplane::CCM_DEPLOYMENT.to_string()],
         managed_resources,
         now: controller::extension::status::now_rfc3339,
+        concurrency,
     })
 }

@@ -54,13 +54,31 @@ fn mutate_prints_the_patch_and_explains() {
         "{stderr}"
     );
 
-    // A missing Cluster is reported, not a crash.
+    // Without --objects-dir or --cluster, the answer says that is why no
+    // Cluster was found.
     let out = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(["mutate", "--provider", "aws", "-f", review])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("shoot--core--prod"));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("shoot--core--prod"), "{stderr}");
+    assert!(
+        stderr.contains("no --objects-dir or --cluster was given"),
+        "{stderr}"
+    );
+    // With a state that lacks the Cluster, no such hint.
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "aws", "--objects-dir"])
+        .arg(dir.path().join("empty"))
+        .args(["-f", review])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("shoot--core--prod"), "{stderr}");
+    assert!(!stderr.contains("no --objects-dir"), "{stderr}");
 }
 
 /// Run `scion mutate --output patch` on a file of the repository with the

@@ -62,7 +62,15 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let outcome = runtime
         .block_on(mutate_request(&engine, state.as_ref(), &request))
-        .map_err(|d| anyhow::anyhow!("denied ({} {}): {d}", d.code(), d.reason()))?;
+        .map_err(|d| {
+            let mut message = format!("denied ({} {}): {d}", d.code(), d.reason());
+            if args.objects_dir.is_none() && args.cluster.is_none() {
+                message.push_str(
+                    "; no --objects-dir or --cluster was given, so no Cluster, Secret or ConfigMap is known: pass the shoot's state with one of them",
+                );
+            }
+            anyhow::Error::msg(message)
+        })?;
     // The object and the patch the webhook would answer with.
     let (after, patch) = match outcome {
         Outcome::Skipped(why) => {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use crate::ccm::{self, RenderInput};
@@ -67,9 +67,25 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
                 args.controlplane
             )
         })?;
-    let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
     let profile = args.provider.profile()?;
     let provider = profile.provider.clone();
+    let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
+    if cp.spec.type_ != provider {
+        bail!(
+            "ControlPlane {namespace}/{name} is of type {:?}, not {provider:?}: render it with --provider {}",
+            cp.spec.type_,
+            cp.spec.type_
+        );
+    }
+    let Some(credentials) = credentials else {
+        let secret = &cp.spec.secret_ref;
+        bail!(
+            "ControlPlane {namespace}/{name}: its credentials Secret {}/{} (spec.secretRef) is not in {}; the cloud config and the CCM's checksum are rendered from it",
+            secret.namespace.as_deref().unwrap_or(namespace),
+            secret.name,
+            args.objects_dir.display()
+        );
+    };
     let spec = profile.ccm()?;
     let images = ImageVector::builtin_with_env_overwrite(&provider)?;
     let certificates = ephemeral_certificates(&provider, &cp, &shoot)?;
@@ -77,7 +93,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
-            credentials: credentials.as_ref(),
+            credentials: Some(&credentials),
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
             images: &images,

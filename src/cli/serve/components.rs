@@ -49,7 +49,7 @@ pub async fn open_state(
             let (objects, problems) = ObjectsDir::load(dir)
                 .with_context(|| format!("cannot read the objects directory {}", dir.display()))?;
             for problem in &problems {
-                tracing::warn!(%problem, "objects directory: file skipped");
+                tracing::warn!(%problem, "objects directory: not read");
             }
             // The watcher task runs for the life of the process.
             drop(

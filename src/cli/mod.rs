@@ -4,6 +4,7 @@
 pub mod certs;
 pub mod check;
 pub mod engine;
+pub mod explain;
 pub mod images;
 pub mod logging;
 pub mod manifests;

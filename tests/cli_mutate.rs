@@ -353,3 +353,37 @@ fn explain_says_where_an_etcds_storage_class_came_from() {
         "{stderr}"
     );
 }
+
+/// The review `docs/operating.md` sends with curl is one the example objects
+/// answer (its namespace has a Cluster there), not a 403.
+#[test]
+fn the_documented_curl_review_is_answered_by_the_example_objects() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/operating.md")).unwrap();
+    let start =
+        docs.find("--data @- <<'EOF'\n").expect("the curl example") + "--data @- <<'EOF'\n".len();
+    let review = &docs[start..start + docs[start..].find("\nEOF\n").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("review.json");
+    std::fs::write(&file, review).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .current_dir(root)
+        .args([
+            "mutate",
+            "--provider",
+            "aws",
+            "--objects-dir",
+            "examples/objects",
+            "--output",
+            "patch",
+        ])
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -303,6 +303,19 @@ async fn handle(
     let margin = answer_margin(state.request_timeout);
     let (parts, body) = request.into_parts();
     if let Err(err) = is_json(&parts.headers) {
+        // Read the body first, within the limits of any request. Answered
+        // while the client still sends it, an HTTP/2 stream ends with
+        // RST_STREAM(NO_ERROR), which RFC 9113 allows but clients such as
+        // curl 7.88 report as a stream error instead of the answer; an
+        // HTTP/1.1 connection with an unread body cannot be reused.
+        let _ = read_body(
+            body,
+            &parts.headers,
+            state.max_body_bytes,
+            deadline,
+            state.request_timeout,
+        )
+        .await;
         return refused(Outcome::Invalid, err);
     }
     let bytes = match read_body(

@@ -214,6 +214,7 @@ fn sample(placeholder: &str) -> String {
         "ADDR" => ":8080",
         "service" => "service",
         "LEVEL" => "info",
+        "GATES" => "MTUCustomizer=true",
         "FORMAT" => "json",
         other => panic!("no sample value for {other}"),
     }
@@ -231,6 +232,7 @@ fn every_go_flag_name_the_docs_name_is_accepted_by_serve() {
         "--healthcheck-max-concurrent-reconciles",
         "--metrics-bind-address",
         "--leader-election",
+        "--feature-gates",
     ] {
         assert!(
             names.contains(&required),

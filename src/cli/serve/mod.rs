@@ -468,6 +468,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// The first line of `serve`: what it runs with. Unset options are left out
 /// (tracing records no field for `None`), paths are written as paths.
 fn start_line(args: &ServeArgs) {
+    for (gate, on) in &args.go.feature_gates {
+        tracing::warn!(
+            gate = gate.as_str(),
+            enabled = *on,
+            "feature gate has no effect: scion implements none of the Go extensions' feature gates (they belong to the infrastructure, worker, backup and seed parts scion does not run)"
+        );
+    }
     let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     let (profile, objects_dir) = (path(&args.provider.profile), path(&args.objects_dir));
     tracing::info!(

@@ -254,10 +254,11 @@ fn mutate_takes_an_osc_review_and_answers_like_the_server() {
     );
 }
 
-/// `scion mutate --explain` on a file of the repository: stderr.
-fn explain(file: &std::path::Path, extra: &[&str]) -> String {
+/// `scion mutate --provider aws --objects-dir examples/objects -f FILE
+/// --output patch`, plus `extra`, from the repository's root.
+fn mutate_in_repo(file: &std::path::Path, extra: &[&str]) -> std::process::Output {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+    Command::new(env!("CARGO_BIN_EXE_scion"))
         .current_dir(root)
         .args([
             "mutate",
@@ -268,10 +269,17 @@ fn explain(file: &std::path::Path, extra: &[&str]) -> String {
         ])
         .arg("-f")
         .arg(file)
-        .args(["--output", "patch", "--explain"])
+        .args(["--output", "patch"])
         .args(extra)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `scion mutate --explain` on a file of the repository: stderr.
+fn explain(file: &std::path::Path, extra: &[&str]) -> String {
+    let mut args = vec!["--explain"];
+    args.extend_from_slice(extra);
+    let out = mutate_in_repo(file, &args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     stderr
@@ -366,21 +374,7 @@ fn the_documented_curl_review_is_answered_by_the_example_objects() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("review.json");
     std::fs::write(&file, review).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
-        .current_dir(root)
-        .args([
-            "mutate",
-            "--provider",
-            "aws",
-            "--objects-dir",
-            "examples/objects",
-            "--output",
-            "patch",
-        ])
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = mutate_in_repo(&file, &[]);
     assert!(
         out.status.success(),
         "{}",

@@ -169,16 +169,21 @@ fn alicloud_example_renders_with_the_vpc_network() {
     golden("alicloud-example", &text);
 }
 
-fn render_fails(args: &[&str], objects: &std::path::Path) -> String {
+/// `scion render ARGS --objects-dir OBJECTS` from the repository's root.
+fn render_in(args: &[&str], objects: &std::path::Path) -> std::process::Output {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+    Command::new(env!("CARGO_BIN_EXE_scion"))
         .current_dir(&root)
         .arg("render")
         .args(args)
         .arg("--objects-dir")
         .arg(objects)
         .output()
-        .expect("scion runs");
+        .expect("scion runs")
+}
+
+fn render_fails(args: &[&str], objects: &std::path::Path) -> String {
+    let out = render_in(args, objects);
     assert_eq!(out.status.code(), Some(1), "{args:?} did not fail");
     assert!(out.stdout.is_empty(), "{args:?} printed objects");
     String::from_utf8(out.stderr).unwrap()
@@ -253,19 +258,15 @@ fn an_unknown_kind_in_the_objects_directory_is_warned_about() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: shoot--dev--aws}\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
-        .current_dir(&root)
-        .args([
-            "render",
+    let out = render_in(
+        &[
             "--provider",
             "aws",
             "--controlplane",
             "shoot--dev--aws/control-plane",
-        ])
-        .arg("--objects-dir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+        ],
+        dir.path(),
+    );
     assert!(
         out.status.success(),
         "{}",

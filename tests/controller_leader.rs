@@ -146,6 +146,26 @@ async fn until(what: &str, limit: Duration, check: impl Fn() -> bool) {
     }
 }
 
+/// Run the election as `identity` with `work` in the background; the
+/// sender stops it.
+fn spawn_elector<F>(
+    client: kube::Client,
+    election: LeaderElection,
+    work: impl Fn(StopSignal) -> F + Send + 'static,
+) -> (
+    tokio::task::JoinHandle<Result<(), scion::controller::Error>>,
+    tokio::sync::oneshot::Sender<()>,
+)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(async move {
+        run_while_leading(client, &election, async move { drop(stopped.await) }, work).await
+    });
+    (run, stop)
+}
+
 fn holder(api: &Api) -> Option<String> {
     api.fake
         .lock()
@@ -202,14 +222,7 @@ async fn a_500_on_the_lease_get_is_retried_and_the_work_starts() {
     let (client, api) = client();
     api.fake.lock().unwrap().fail("GET", LEASE_PATH, 500);
     let work = Work::default();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let election = election("replica-a");
-    let run = {
-        let work = work.run();
-        tokio::spawn(async move {
-            run_while_leading(client, &election, async move { drop(stopped.await) }, work).await
-        })
-    };
+    let (run, stop) = spawn_elector(client, election("replica-a"), work.run());
     until(
         "the work starts after the failed read",
         Duration::from_secs(5),
@@ -225,14 +238,7 @@ async fn a_500_on_the_lease_get_is_retried_and_the_work_starts() {
 async fn renewals_failing_past_the_deadline_stop_the_work_until_the_api_is_back() {
     let (client, api) = client();
     let work = Work::default();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let election = election("replica-a");
-    let run = {
-        let work = work.run();
-        tokio::spawn(async move {
-            run_while_leading(client, &election, async move { drop(stopped.await) }, work).await
-        })
-    };
+    let (run, stop) = spawn_elector(client, election("replica-a"), work.run());
     until("the work starts", Duration::from_secs(5), || {
         work.starts.load(Ordering::SeqCst) == 1
     })
@@ -280,36 +286,12 @@ async fn renewals_failing_past_the_deadline_stop_the_work_until_the_api_is_back(
 async fn a_second_replica_waits_and_takes_over_when_the_first_stops() {
     let (client, api) = client();
     let (first, second) = (Work::default(), Work::default());
-    let (stop_a, stopped_a) = tokio::sync::oneshot::channel::<()>();
-    let (stop_b, stopped_b) = tokio::sync::oneshot::channel::<()>();
-    let run_a = {
-        let (client, work) = (client.clone(), first.run());
-        tokio::spawn(async move {
-            run_while_leading(
-                client,
-                &election("a"),
-                async move { drop(stopped_a.await) },
-                work,
-            )
-            .await
-        })
-    };
+    let (run_a, stop_a) = spawn_elector(client.clone(), election("a"), first.run());
     until("a leads", Duration::from_secs(5), || {
         first.starts.load(Ordering::SeqCst) == 1
     })
     .await;
-    let run_b = {
-        let work = second.run();
-        tokio::spawn(async move {
-            run_while_leading(
-                client,
-                &election("b"),
-                async move { drop(stopped_b.await) },
-                work,
-            )
-            .await
-        })
-    };
+    let (run_b, stop_b) = spawn_elector(client, election("b"), second.run());
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(second.starts.load(Ordering::SeqCst), 0, "two leaders");
     let _ = stop_a.send(());

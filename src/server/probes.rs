@@ -133,30 +133,29 @@ pub(crate) fn health_router(readiness: Readiness) -> Router {
 /// restarts the pod).
 async fn healthz(State(readiness): State<Readiness>) -> Response {
     let report = readiness.liveness();
-    let status = if report.alive() {
-        StatusCode::OK
-    } else {
-        StatusCode::INTERNAL_SERVER_ERROR
-    };
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+    probe_answer(
+        report.alive(),
+        StatusCode::INTERNAL_SERVER_ERROR,
         report.render(),
     )
-        .into_response()
 }
 
 async fn readyz(State(readiness): State<Readiness>) -> Response {
     let report = readiness.report();
-    let status = if report.ready() {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
+    probe_answer(
+        report.ready(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        report.render(),
+    )
+}
+
+/// A probe's plain-text answer: 200, or `failing` when the check failed.
+fn probe_answer(passed: bool, failing: StatusCode, body: String) -> Response {
+    let status = if passed { StatusCode::OK } else { failing };
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        report.render(),
+        body,
     )
         .into_response()
 }

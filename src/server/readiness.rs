@@ -114,6 +114,13 @@ fn render_checks<'a>(
     out
 }
 
+/// Put `(name, value)` at the end of `list`, replacing an entry of that name.
+fn replace_named<T>(list: &RwLock<Vec<(String, T)>>, name: String, value: T) {
+    let mut list = list.write().unwrap_or_else(PoisonError::into_inner);
+    list.retain(|(n, _)| *n != name);
+    list.push((name, value));
+}
+
 impl Readiness {
     pub fn new() -> Self {
         Self::default()
@@ -122,14 +129,7 @@ impl Readiness {
     /// Register a named check, e.g. `("state-synced", Arc::new(move || synced.load(..)))`.
     /// A second check with the same name replaces the first.
     pub fn add_check(&self, name: impl Into<String>, check: Check) {
-        let name = name.into();
-        let mut checks = self
-            .inner
-            .checks
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        checks.retain(|(n, _)| *n != name);
-        checks.push((name, check));
+        replace_named(&self.inner.checks, name.into(), check);
     }
 
     /// From now on `/healthz` fails, naming `name` and `reason`: that part
@@ -137,13 +137,7 @@ impl Readiness {
     pub fn fail_liveness(&self, name: impl Into<String>, reason: impl Into<String>) {
         let (name, reason) = (name.into(), reason.into());
         tracing::error!(check = %name, %reason, "liveness now fails: the pod is to be restarted");
-        let mut failures = self
-            .inner
-            .liveness_failures
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        failures.retain(|(n, _)| *n != name);
-        failures.push((name, reason));
+        replace_named(&self.inner.liveness_failures, name, reason);
     }
 
     /// Whether the process can go on.

@@ -266,3 +266,45 @@ impl TryParse for Cli {
         <Cli as clap::Parser>::try_parse_from(argv).map(|_| ())
     }
 }
+
+/// `--profile FILE` with a profile of a new cloud runs where `--provider`
+/// would: `mutate` applies its rule, `--explain` names it.
+#[test]
+fn a_profile_file_runs_in_mutate_with_its_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("acme.yaml");
+    std::fs::write(
+        &profile,
+        "provider: acme\ncomponents:\n  kube-controller-manager:\n    - name: kcm-acme\n      \
+         description: the acme cloud provider\n      actions:\n        \
+         - ensureFlag: {flag: \"--cloud-provider=\", value: acme}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = scion(&[
+        "mutate",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--objects-dir",
+        "examples/objects",
+        "-f",
+        "examples/reviews/aws-kube-controller-manager.json",
+        "--output",
+        "patch",
+        "--explain",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("--cloud-provider=acme"), "{stdout}");
+    assert!(stderr.contains("by rule kcm-acme: the acme cloud provider"), "{stderr}");
+    // With --provider too, they must agree.
+    let (code, _, stderr) = scion(&[
+        "mutate",
+        "--provider",
+        "aws",
+        "--profile",
+        profile.to_str().unwrap(),
+        "-f",
+        "examples/reviews/aws-kube-controller-manager.json",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("does not match the provider \"acme\""), "{stderr}");
+}

@@ -294,7 +294,10 @@ fn a_profile_file_runs_in_mutate_with_its_rules() {
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("--cloud-provider=acme"), "{stdout}");
-    assert!(stderr.contains("by rule kcm-acme: the acme cloud provider"), "{stderr}");
+    assert!(
+        stderr.contains("by rule kcm-acme: the acme cloud provider"),
+        "{stderr}"
+    );
     // With --provider too, they must agree.
     let (code, _, stderr) = scion(&[
         "mutate",
@@ -306,5 +309,8 @@ fn a_profile_file_runs_in_mutate_with_its_rules() {
         "examples/reviews/aws-kube-controller-manager.json",
     ]);
     assert_eq!(code, Some(1));
-    assert!(stderr.contains("does not match the provider \"acme\""), "{stderr}");
+    assert!(
+        stderr.contains("does not match the provider \"acme\""),
+        "{stderr}"
+    );
 }

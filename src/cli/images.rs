@@ -1,4 +1,4 @@
-//! `scion images`: the image vector of a provider — its folder's with
+//! `scion images`: the image vector of a provider — the built-in one with
 //! `IMAGEVECTOR_OVERWRITE` merged, as `serve` and `render` use it — for
 //! relocating the images into a private registry.
 
@@ -9,8 +9,6 @@ use crate::profile::imagevector::ImageSource;
 /// Flags of `scion images`.
 #[derive(Debug, Args)]
 pub struct ImagesArgs {
-    /// The provider whose image vector is listed: `--provider`, `--profile`
-    /// or `--provider-dir`.
     #[command(flatten)]
     pub provider: super::provider::ProviderArgs,
     /// `yaml`: the vector in Gardener's images.yaml format (feed it, edited, back
@@ -28,8 +26,10 @@ pub enum ImagesOutput {
 
 /// Run `scion images`.
 pub fn run(args: &ImagesArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-    let profile = args.provider.load()?;
-    let vector = super::provider::images(&profile)?;
+    args.provider
+        .validate_builtin()
+        .map_err(anyhow::Error::msg)?;
+    let vector = super::provider::images(&args.provider.profile()?)?;
     let text = match args.output {
         ImagesOutput::Yaml => vector.to_yaml(),
         ImagesOutput::List => list(vector.entries()),
@@ -61,7 +61,6 @@ fn list<'a>(entries: impl Iterator<Item = &'a ImageSource>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::provider::ProviderArgs;
     use super::*;
     use crate::profile::ImageVector;
 
@@ -70,7 +69,11 @@ mod tests {
         let mut out = Vec::new();
         run(
             &ImagesArgs {
-                provider: ProviderArgs::builtin("aws"),
+                provider: crate::cli::provider::ProviderArgs {
+                    provider: Some("aws".into()),
+                    provider_dir: None,
+                    profile: None,
+                },
                 output: ImagesOutput::List,
             },
             &mut out,
@@ -88,7 +91,11 @@ mod tests {
         let mut yaml = Vec::new();
         run(
             &ImagesArgs {
-                provider: ProviderArgs::builtin("azure"),
+                provider: crate::cli::provider::ProviderArgs {
+                    provider: Some("azure".into()),
+                    provider_dir: None,
+                    profile: None,
+                },
                 output: ImagesOutput::Yaml,
             },
             &mut yaml,
@@ -98,7 +105,11 @@ mod tests {
         assert!(vector.has("cloud-node-manager"));
         let err = run(
             &ImagesArgs {
-                provider: ProviderArgs::builtin("vsphere"),
+                provider: crate::cli::provider::ProviderArgs {
+                    provider: Some("vsphere".into()),
+                    provider_dir: None,
+                    profile: None,
+                },
                 output: ImagesOutput::List,
             },
             &mut Vec::new(),

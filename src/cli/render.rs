@@ -1,6 +1,5 @@
-//! `scion render`: print the objects of the provider's components the
-//! controller would deliver for one ControlPlane, from an objects directory,
-//! without a cluster: by default the
+//! `scion render`: print the CCM objects the controller would deliver for one
+//! ControlPlane, from an objects directory, without a cluster: by default the
 //! plain objects, each in the namespace it lands in (the directly written
 //! Secrets, then the configuration, seed and shoot ManagedResources' objects);
 //! with `--managed-resources` the directly written Secrets, then each
@@ -11,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use crate::gardener::ControlPlane;
@@ -23,8 +22,6 @@ use crate::state::{ObjectsDir, StateSource};
 /// Flags of `scion render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The provider whose components are rendered: `--provider`, `--profile`
-    /// or `--provider-dir`.
     #[command(flatten)]
     pub provider: super::provider::ProviderArgs,
     /// Directory with the Cluster, ControlPlane and Secret manifests (YAML or JSON).
@@ -70,16 +67,33 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
                 args.controlplane
             )
         })?;
+    let profile = args.provider.profile()?;
+    let provider = profile.provider.clone();
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
-    let profile = args.provider.load()?;
+    if cp.spec.type_ != provider {
+        bail!(
+            "ControlPlane {namespace}/{name} is of type {:?}, not {provider:?}: render it with --provider {}",
+            cp.spec.type_,
+            cp.spec.type_
+        );
+    }
+    let Some(credentials) = credentials else {
+        let secret = &cp.spec.secret_ref;
+        bail!(
+            "ControlPlane {namespace}/{name}: its credentials Secret {}/{} (spec.secretRef) is not in {}; the cloud config and the CCM's checksum are rendered from it",
+            secret.namespace.as_deref().unwrap_or(namespace),
+            secret.name,
+            args.objects_dir.display()
+        );
+    };
     let spec = profile.control_plane()?;
     let images = super::provider::images(&profile)?;
-    let certificates = ephemeral_certificates(&profile.provider, &cp, &shoot)?;
+    let certificates = ephemeral_certificates(&provider, &cp, &shoot)?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
-            credentials: credentials.as_ref(),
+            credentials: Some(&credentials),
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
             images: &images,

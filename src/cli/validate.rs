@@ -21,7 +21,7 @@ pub struct ValidateArgs {
 
 /// Run `scion validate`: a summary on `out`, or the load error.
 pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let profile = args.provider.load()?;
+    let profile = args.provider.profile()?;
     // What `serve` checks at start beyond the profile: the image vector with
     // IMAGEVECTOR_OVERWRITE merged has every image the profile names.
     let images = super::provider::images(&profile)?;

@@ -33,7 +33,6 @@ use components::LeaderWork;
 /// Run the mutating admission webhook.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// The provider: `--provider`, `--profile` or `--provider-dir`.
     #[command(flatten)]
     pub provider: ProviderArgs,
     /// Read Cluster, Secret and ConfigMap objects from this directory instead of a cluster.
@@ -156,7 +155,7 @@ impl ControllerName {
 
 impl ServeArgs {
     /// Checks clap cannot express: a provider name must be built in unless a
-    /// profile file or folder is given.
+    /// profile file is given.
     pub fn validate(&self) -> Result<(), String> {
         self.provider.validate()?;
         if self.request_timeout.is_zero() {
@@ -281,8 +280,8 @@ fn leader_work(
     let provider = profile.provider.clone();
     let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
-        // The components' images were checked against the vector when the
-        // profile loaded.
+        // The components' images were checked against the profile's vector
+        // when it loaded.
         let spec = profile.control_plane().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
@@ -307,6 +306,7 @@ fn leader_work(
             state.clone(),
             ctx,
             args.healthcheck_sync_period,
+            usize::from(args.go.healthcheck_max_concurrent_reconciles),
         )),
         _ => None,
     };
@@ -384,17 +384,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()
         .context("cannot install the signal handlers")?
         .shared();
-    tracing::info!(
-        provider = args.provider.name.as_deref().unwrap_or(""),
-        profile = ?args.provider.file,
-        provider_dir = ?args.provider.dir,
-        objects_dir = ?args.objects_dir,
-        version = env!("CARGO_PKG_VERSION"),
-        "starting scion serve"
-    );
+    start_line(&args);
     let readiness = Readiness::new();
     let metrics = Metrics::new();
-    let profile = args.provider.load()?;
+    let profile = args.provider.profile()?;
     let images = super::provider::images(&profile)?;
     let limit = components::ClientLimit {
         qps: args.go.kube_api_qps,
@@ -415,11 +408,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &metrics,
     )?
     .map(|work| {
-        let shutdown = shutdown.clone();
+        let (shutdown, liveness) = (shutdown.clone(), readiness.clone());
         tokio::spawn(async move {
-            if let Err(err) = work.run(shutdown).await {
-                tracing::error!(error = %format!("{err:#}"), "leader work stopped");
-            }
+            // A panic in the election is a failure like any other.
+            let outcome = std::panic::AssertUnwindSafe(work.run(shutdown))
+                .catch_unwind()
+                .await;
+            let reason = match outcome {
+                Ok(Ok(())) => return,
+                Ok(Err(err)) => format!("{err:#}"),
+                Err(_) => "the leader election panicked".to_owned(),
+            };
+            liveness.fail_liveness("leader-election", reason);
         })
     });
     // Managed certificates: wait for the first copy (the leader, maybe this
@@ -454,6 +454,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The first line of `serve`: what it runs with. Unset options are left out
+/// (tracing records no field for `None`), paths are written as paths.
+fn start_line(args: &ServeArgs) {
+    for (gate, on) in &args.go.feature_gates {
+        tracing::warn!(
+            gate = gate.as_str(),
+            enabled = *on,
+            "feature gate has no effect: scion implements none of the Go extensions' feature gates (they belong to the infrastructure, worker, backup and seed parts scion does not run)"
+        );
+    }
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let (profile, objects_dir) = (path(&args.provider.profile), path(&args.objects_dir));
+    tracing::info!(
+        provider = args.provider.provider.as_deref(),
+        profile = profile.as_deref(),
+        objects_dir = objects_dir.as_deref(),
+        state = if args.objects_dir.is_some() {
+            "objects directory"
+        } else {
+            "Kubernetes API"
+        },
+        gardener_version = args.go.gardener_version.as_deref(),
+        version = env!("CARGO_PKG_VERSION"),
+        "starting scion serve"
+    );
 }
 
 /// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so

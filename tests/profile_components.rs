@@ -116,8 +116,7 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
             gcp().replace("    kind: PodDisruptionBudget\n", ""),
             vec![
                 file,
-                "object objects[2]",
-                "object.kind must be a non-empty string",
+                "object objects[2]: field object.kind: must be a non-empty string",
             ],
         ),
         (

@@ -214,10 +214,15 @@ fn control_plane(
         })?;
         let component_file = sibling(file, &path);
         let component = Component::parse(&component_file, &text, &known).map_err(|e| {
-            if e.object.is_empty() {
+            if e.object.is_empty() || e.field.is_empty() {
+                // A field of the file, or a whole object or value.
                 ProfileError::Field {
                     file: component_file.clone(),
-                    field: e.field,
+                    field: if e.field.is_empty() {
+                        e.object
+                    } else {
+                        e.field
+                    },
                     message: e.message,
                 }
             } else {

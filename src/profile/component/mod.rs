@@ -292,7 +292,8 @@ impl Component {
         for (i, o) in raw.objects.into_iter().enumerate() {
             let label = label(&o.object).unwrap_or_else(|| format!("objects[{i}]"));
             let at = |e: TemplateError| ComponentError::new(label.clone(), e);
-            check_manifest(&o.object).map_err(|m| at(TemplateError::new(m)))?;
+            check_manifest(&o.object)
+                .map_err(|(field, m)| at(TemplateError::new(m).at(field).at("object")))?;
             let when = o
                 .when
                 .as_ref()
@@ -586,8 +587,8 @@ fn label(object: &Value) -> Option<String> {
 }
 
 /// A manifest needs `apiVersion`, `kind` and `metadata.name` (literal or
-/// placeholders).
-fn check_manifest(object: &Value) -> Result<(), String> {
+/// placeholders); the error names the field.
+fn check_manifest(object: &Value) -> Result<(), (&'static str, String)> {
     for (field, value) in [
         ("apiVersion", object.get("apiVersion")),
         ("kind", object.get("kind")),
@@ -600,7 +601,7 @@ fn check_manifest(object: &Value) -> Result<(), String> {
             .and_then(Value::as_str)
             .is_none_or(|s| s.trim().is_empty())
         {
-            return Err(format!("object.{field} must be a non-empty string"));
+            return Err((field, "must be a non-empty string".into()));
         }
     }
     Ok(())

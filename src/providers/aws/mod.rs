@@ -1,11 +1,12 @@
-//! AWS: the Rust of the folder. The `[Global]` INI of the CCM's cloud config
-//! from the infrastructure status, whether the service controller has
-//! load-balancer subnets, and the `cloudprovider` Secret's `credentialsFile`.
+//! AWS: the Rust of the folder. Which VPC and subnet the CCM's cloud config
+//! names (the INI itself is a template in the component), whether the service
+//! controller has load-balancer subnets, and the `cloudprovider` Secret's
+//! `credentialsFile`.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::secret::{Data, SecretContext, TOKEN_FILE, field, is_workload_identity};
-use super::support::{CLOUD_CONFIG_KEY, str_at, subnets, text_map};
+use super::support::{str_at, subnets};
 use super::{BuiltinFolder, CodeError, CodeInput, CodeValue, ProviderCode, builtin_folder};
 
 pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
@@ -32,9 +33,9 @@ impl ProviderCode for Aws {
     fn values(&self) -> &'static [CodeValue] {
         &[
             CodeValue {
-                name: "cloudConfig",
-                about: "{cloudprovider.conf: <[Global] INI>}: VPC and subnet (public, else internal, else nodes) of the infrastructure status, cluster tags, IP families",
-                compute: cloud_config,
+                name: "vpc",
+                about: "{id, subnetID, zone}: the infrastructure status's VPC and its public, else internal, else nodes subnet (an error naming the ControlPlane when there is none)",
+                compute: vpc,
             },
             CodeValue {
                 name: "loadBalancerSubnets",
@@ -76,7 +77,8 @@ impl ProviderCode for Aws {
     }
 }
 
-fn cloud_config(input: &CodeInput<'_>) -> Result<Value, CodeError> {
+/// The VPC and the subnet the CCM's "external master" gate uses.
+fn vpc(input: &CodeInput<'_>) -> Result<Value, CodeError> {
     let cp = input.cp;
     let infra = cp.spec.infrastructure_provider_status.as_ref();
     let infra_error = |reason: String| CodeError::InfrastructureStatus {
@@ -97,26 +99,7 @@ fn cloud_config(input: &CodeInput<'_>) -> Result<Value, CodeError> {
         .ok_or_else(|| {
             infra_error("no subnet with purpose public, internal or nodes in vpc.subnets".into())
         })?;
-    let namespace = cp.namespace();
-    let families = input.shoot.ip_families();
-    let mut conf = String::new();
-    conf.push_str("[Global]\n");
-    conf.push_str(&format!("VPC=\"{vpc_id}\"\n"));
-    conf.push_str(&format!("SubnetID=\"{}\"\n", subnet.id));
-    conf.push_str("DisableSecurityGroupIngress=true\n");
-    conf.push_str(&format!("KubernetesClusterTag=\"{namespace}\"\n"));
-    conf.push_str(&format!("KubernetesClusterID=\"{namespace}\"\n"));
-    conf.push_str(&format!("Zone=\"{}\"\n", subnet.zone));
-    // Gardener's chart keeps this pointer to the upstream issue in the file; it is
-    // part of the checksum, so it stays byte-identical.
-    conf.push_str("# https://github.com/kubernetes/cloud-provider-aws/issues/638\n");
-    if families.iter().any(|f| f == "IPv4") {
-        conf.push_str("NodeIPFamilies=\"ipv4\"\n");
-    }
-    if families.iter().any(|f| f == "IPv6") {
-        conf.push_str("NodeIPFamilies=\"ipv6\"\n");
-    }
-    Ok(text_map([(CLOUD_CONFIG_KEY, conf)]))
+    Ok(json!({"id": vpc_id, "subnetID": subnet.id, "zone": subnet.zone}))
 }
 
 /// Whether a subnet with purpose public or internal exists (else the CCM

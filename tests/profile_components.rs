@@ -50,10 +50,10 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
             ],
         ),
         (
-            gcp().replace("${code.cloudConfig}", "${code.cloudConfg}"),
+            gcp().replace("${code.network.projectID}", "${code.netwrk.projectID}"),
             vec![
-                "object ConfigMap/cloud-provider-config: field object.data",
-                "the code of gcp computes no value \"cloudConfg\" (it computes: cloudConfig)",
+                "object values.cloudConfig: field cloudprovider.conf.$lines[1]",
+                "the code of gcp computes no value \"netwrk\" (it computes: network)",
             ],
         ),
         (
@@ -216,11 +216,11 @@ fn each_checksum_filter_hashes_the_rendered_config() {
     let with = |annotation: &str| {
         spec_with_ccm(
             "gcp",
-            &gcp().replace("${code.cloudConfig | configMapChecksum}", annotation),
+            &gcp().replace("${cloudConfig | configMapChecksum}", annotation),
         )
         .expect("loads")
     };
-    let (per_key, _) = config_annotation(&with("${code.cloudConfig | perKeyChecksum}"));
+    let (per_key, _) = config_annotation(&with("${cloudConfig | perKeyChecksum}"));
     assert_eq!(per_key, checksum::per_key_checksum(&data));
     assert_ne!(per_key, json_sum);
     // A value holding manifest text, hashed as Helm's sha256sum hashes it.
@@ -229,9 +229,9 @@ fn each_checksum_filter_hashes_the_rendered_config() {
         &gcp()
             .replace(
                 "values:\n",
-                "values:\n  manifest: 'ns=${namespace} conf=${code.cloudConfig.\"cloudprovider.conf\" | b64}'\n",
+                "values:\n  manifest: 'ns=${namespace} conf=${cloudConfig.\"cloudprovider.conf\" | b64}'\n",
             )
-            .replace("${code.cloudConfig | configMapChecksum}", "${manifest | sha256}"),
+            .replace("${cloudConfig | configMapChecksum}", "${manifest | sha256}"),
     )
     .expect("loads");
     let (manifest_sum, _) = config_annotation(&manifest);

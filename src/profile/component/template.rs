@@ -181,9 +181,16 @@ impl Node {
         match self {
             Node::Lit(_) => Ok(()),
             Node::Str(interp) => interp.visit(bound, f),
-            Node::List(items) | Node::Lines(items) => {
+            Node::List(items) => {
                 for (i, item) in items.iter().enumerate() {
                     item.visit(bound, f).map_err(|e| e.at(index_segment(i)))?;
+                }
+                Ok(())
+            }
+            Node::Lines(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    item.visit(bound, f)
+                        .map_err(|e| e.at(index_segment(i)).at("$lines"))?;
                 }
                 Ok(())
             }
@@ -635,7 +642,7 @@ impl<'a> Eval<'a> {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
                     self.item(item, &mut out)
-                        .map_err(|e| e.at(index_segment(i)))?;
+                        .map_err(|e| e.at(index_segment(i)).at("$lines"))?;
                 }
                 let mut text = String::new();
                 for (i, line) in out.iter().enumerate() {
@@ -648,7 +655,8 @@ impl<'a> Eval<'a> {
                             return Err(TemplateError::new(format!(
                                 "a line must be a string, not {other}"
                             ))
-                            .at(index_segment(i)));
+                            .at(index_segment(i))
+                            .at("$lines"));
                         }
                     }
                 }

@@ -1,13 +1,14 @@
-//! GCP: the Rust of the folder. The CCM's `[Global]` INI (provider-gcp's
-//! `cloud-provider-config` chart; the credentials are not inside, the CCM
+//! GCP: the Rust of the folder. What the CCM's `[Global]` INI names (the
+//! project of the credentials, the network, the zone; the INI itself is a
+//! template in the component, and the credentials are not inside: the CCM
 //! reads them from the mounted `cloudprovider` Secret), workload identity as
 //! an external-account credentials file, and the `cloudprovider` Secret's
 //! workload-identity keys.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::secret::{Data, SecretContext, TOKEN_FILE, field, is_workload_identity};
-use super::support::{CLOUD_CONFIG_KEY, first_with_purpose, str_at, text_map};
+use super::support::{first_with_purpose, str_at};
 use super::{BuiltinFolder, CodeError, CodeInput, CodeValue, ProviderCode, builtin_folder};
 use crate::gardener::ObjectData;
 
@@ -30,9 +31,9 @@ impl ProviderCode for Gcp {
 
     fn values(&self) -> &'static [CodeValue] {
         &[CodeValue {
-            name: "cloudConfig",
-            about: "{cloudprovider.conf: <[Global] INI>}: project of the credentials, network and internal subnetwork of the infrastructure status, zone of the ControlPlaneConfig",
-            compute: cloud_config,
+            name: "network",
+            about: "{projectID, network, subnetwork, zone}: the project of the credentials, the VPC (else the namespace) and internal subnetwork of the infrastructure status, the zone of the ControlPlaneConfig",
+            compute: network,
         }]
     }
 
@@ -155,7 +156,8 @@ fn project_id(inputs: &CodeInput<'_>) -> Result<String, CodeError> {
     Ok(project.to_string())
 }
 
-fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+/// What the cloud config names, with provider-gcp's errors.
+fn network(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     let cp = inputs.cp;
     let infra = inputs.infra()?;
     let zone = str_at(cp.spec.provider_config.as_ref(), "zone")
@@ -175,17 +177,7 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
         .and_then(Value::as_str)
         .unwrap_or_default();
 
-    let mut conf = String::from("[Global]\n");
-    conf.push_str(&format!("project-id=\"{project}\"\n"));
-    conf.push_str(&format!("network-name=\"{network}\"\n"));
-    if !subnet.is_empty() {
-        conf.push_str(&format!("subnetwork-name=\"{subnet}\"\n"));
-    }
-    conf.push_str("multizone=true\n");
-    conf.push_str(&format!("local-zone=\"{zone}\"\n"));
-    conf.push_str("token-url=nil\n");
-    conf.push_str(&format!("node-tags=\"{namespace}\"\n"));
-    Ok(text_map([(CLOUD_CONFIG_KEY, conf)]))
+    Ok(json!({"projectID": project, "network": network, "subnetwork": subnet, "zone": zone}))
 }
 
 #[cfg(test)]

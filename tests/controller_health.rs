@@ -100,6 +100,8 @@ impl World {
             deployments: vec!["cloud-controller-manager".into()],
             managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
             now: ticking,
+            metrics: None,
+            warned: Default::default(),
         };
         World { f, checks }
     }
@@ -107,11 +109,10 @@ impl World {
     /// One pass over caches holding the stored ControlPlane and `deployments`
     /// and `mrs`; returns how many conditions were written.
     async fn pass(&self, deployments: Vec<Deployment>, mrs: &[ManagedResource]) -> usize {
-        let caches = Caches {
-            controlplanes: store_of(vec![self.f.controlplane()]),
-            deployments: store_of(deployments),
-            managed_resources: MRS
-                .iter()
+        let caches = Caches::synced(
+            store_of(vec![self.f.controlplane()]),
+            store_of(deployments),
+            MRS.iter()
                 .map(|name| {
                     let mine = mrs
                         .iter()
@@ -121,7 +122,7 @@ impl World {
                     (name.to_string(), store_of(mine))
                 })
                 .collect(),
-        };
+        );
         self.checks.pass(&caches).await
     }
 

@@ -287,7 +287,9 @@ impl StateSource for KubeState {
     }
 }
 
-fn describe(error: &kube::Error) -> String {
+/// An API error as an operator reads it: the code, the reason and the
+/// server's message (no Rust debug syntax).
+pub fn describe(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) => {
             let mut out = format!("API server answered {}", status.code);
@@ -301,6 +303,23 @@ fn describe(error: &kube::Error) -> String {
             }
             out
         }
+        other => other.to_string(),
+    }
+}
+
+/// A watch error as an operator reads it (see [`describe`]).
+pub fn describe_watch(error: &kube::runtime::watcher::Error) -> String {
+    use kube::runtime::watcher::Error as E;
+    match error {
+        E::InitialListFailed(e) => format!("list failed: {}", describe(e)),
+        E::WatchStartFailed(e) => format!("watch failed to start: {}", describe(e)),
+        E::WatchFailed(e) => format!("watch failed: {}", describe(e)),
+        E::WatchError(status) => format!(
+            "watch failed: API server answered {} {}: {}",
+            status.code,
+            status.reason,
+            truncate(&status.message, 300)
+        ),
         other => other.to_string(),
     }
 }

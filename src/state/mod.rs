@@ -10,7 +10,7 @@ pub mod throttle;
 mod watch;
 
 pub use files::LoadProblem;
-pub use kube::{KubeState, KubeStateOptions};
+pub use kube::{KubeState, KubeStateOptions, describe as describe_kube_error, describe_watch};
 pub use objects::{DecodedObject, Document, decode_object, fold_string_data};
 pub use objects_dir::{MAX_FILE_BYTES, ObjectsDir, ObjectsDirError};
 pub use snapshot::Snapshot;

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use futures::FutureExt as _;
 
 use crate::controller::extension::metrics::ControllerMetrics;
-use crate::controller::health::{Caches, HealthChecks};
+use crate::controller::health::{self, HealthChecks, HealthMetrics};
 use crate::controller::heartbeat::Heartbeat;
 use crate::controller::{
     self, ControlPlaneActuator, ControlPlaneReconciler, StopSignal, controlplane, extension,
@@ -155,14 +155,15 @@ impl LeaderWork {
                 },
                 stop.clone(),
             )));
-            if let Some(health) = self.health.clone()
-                && let Ok(store) = store_rx.await
-            {
-                tracing::info!(period = ?health.period, "starting the health checks");
-                let (caches, driver) =
-                    Caches::start(&self.client, store, &health.managed_resources, stop.clone());
-                tasks.push(tokio::spawn(driver));
-                tasks.push(tokio::spawn(health.run(caches, stop.clone())));
+            if let Some(health) = self.health.clone() {
+                match store_rx.await {
+                    Ok(store) => {
+                        tasks.extend(health::start(health, &self.client, store, stop.clone()))
+                    }
+                    Err(_) => tracing::error!(
+                        "health checks not started: the ControlPlane controller ended before handing over its cache"
+                    ),
+                }
             }
         }
         if let Some(heartbeat) = self.heartbeat.clone() {
@@ -239,6 +240,7 @@ pub fn health_checks(
     state: Arc<dyn StateSource>,
     reconciler: &ControlPlaneReconciler,
     period: std::time::Duration,
+    metrics: Option<HealthMetrics>,
 ) -> Arc<HealthChecks> {
     let mut managed_resources = Vec::new();
     if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
@@ -255,5 +257,7 @@ pub fn health_checks(
         deployments: vec![controlplane::CCM_DEPLOYMENT.to_string()],
         managed_resources,
         now: controller::extension::status::now_rfc3339,
+        metrics,
+        warned: Default::default(),
     })
 }

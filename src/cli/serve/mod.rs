@@ -351,6 +351,9 @@ fn leader_work(
             state.clone(),
             ctx,
             args.healthcheck_sync_period,
+            Some(crate::controller::health::HealthMetrics::register(
+                &mut metrics.registry(),
+            )),
         )),
         _ => None,
     };

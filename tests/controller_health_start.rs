@@ -54,7 +54,10 @@ fn checks(f: &Fake, metrics: Option<HealthMetrics>) -> Arc<HealthChecks> {
 async fn lead(
     f: &Fake,
     checks: Arc<HealthChecks>,
-) -> (tokio::sync::oneshot::Sender<()>, Vec<tokio::task::JoinHandle<()>>) {
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    Vec<tokio::task::JoinHandle<()>>,
+) {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let stop: StopSignal = Box::pin(async move {
         let _ = stop_rx.await;
@@ -116,7 +119,10 @@ async fn the_condition_is_written_after_every_restart() {
         f.api
             .lock()
             .unwrap()
-            .insert(stored(&succeeded(with_finalizer(aws_cp(None, aws_subnets())))));
+            .insert(stored(&succeeded(with_finalizer(aws_cp(
+                None,
+                aws_subnets(),
+            )))));
         let (tx, tasks) = lead(&f, checks(&f, None)).await;
         eventually(&f, &format!("round {round}: ControlPlaneHealthy"), |f| {
             condition(f).is_some()
@@ -137,7 +143,10 @@ async fn the_condition_is_written_after_every_fresh_start() {
         let (tx, tasks) = lead(&f, checks(&f, None)).await;
         // The controller's and the caches' watches (Deployments, three
         // ManagedResources) are open: what follows arrives as events.
-        eventually(&f, "the watches", |f| f.api.lock().unwrap().open_watches() >= 5).await;
+        eventually(&f, "the watches", |f| {
+            f.api.lock().unwrap().open_watches() >= 5
+        })
+        .await;
         f.api
             .lock()
             .unwrap()
@@ -178,7 +187,10 @@ async fn the_loop_shows_on_metrics_while_it_runs_and_passes() {
     f.api
         .lock()
         .unwrap()
-        .insert(stored(&succeeded(with_finalizer(aws_cp(None, aws_subnets())))));
+        .insert(stored(&succeeded(with_finalizer(aws_cp(
+            None,
+            aws_subnets(),
+        )))));
     let (tx, tasks) = lead(&f, checks(&f, Some(metrics))).await;
     eventually(&f, "ControlPlaneHealthy", |f| condition(f).is_some()).await;
     for _ in 0..500 {
@@ -189,7 +201,12 @@ async fn the_loop_shows_on_metrics_while_it_runs_and_passes() {
     }
     assert_eq!(sample(&registry, "scion_healthcheck_running "), 1.0);
     assert!(sample(&registry, "scion_healthcheck_last_pass_timestamp_seconds ") > 1.7e9);
-    assert!(sample(&registry, "scion_healthcheck_writes_total{result=\"written\"} ") >= 1.0);
+    assert!(
+        sample(
+            &registry,
+            "scion_healthcheck_writes_total{result=\"written\"} "
+        ) >= 1.0
+    );
     stop(tx, tasks).await;
     assert_eq!(sample(&registry, "scion_healthcheck_running "), 0.0);
 }
@@ -231,7 +248,10 @@ async fn a_cache_that_cannot_sync_is_reported() {
     f.api
         .lock()
         .unwrap()
-        .insert(stored(&succeeded(with_finalizer(aws_cp(None, aws_subnets())))));
+        .insert(stored(&succeeded(with_finalizer(aws_cp(
+            None,
+            aws_subnets(),
+        )))));
     {
         let mut api = f.api.lock().unwrap();
         for _ in 0..50 {
@@ -307,10 +327,7 @@ async fn the_loop_does_not_wait_for_the_controllers_store_signal() {
     }));
     eventually(&f, "ControlPlaneHealthy", |f| condition(f).is_some()).await;
     let _ = tx.send(());
-    assert_eq!(
-        task.await.expect("no panic"),
-        health::LoopEnd::Shutdown
-    );
+    assert_eq!(task.await.expect("no panic"), health::LoopEnd::Shutdown);
     drop(writer);
 }
 

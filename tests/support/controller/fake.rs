@@ -251,7 +251,8 @@ impl FakeApi {
         if self.events.len() == EVENT_LOG {
             self.events.pop_front();
         }
-        self.events.push_back((self.rv, path.to_string(), line.clone()));
+        self.events
+            .push_back((self.rv, path.to_string(), line.clone()));
         let bytes = Bytes::from(format!("{line}\n"));
         self.watches.retain(|w| {
             if !watch_matches(w, path, object) {
@@ -672,7 +673,9 @@ pub fn streamed(rx: tokio::sync::mpsc::UnboundedReceiver<Bytes>) -> FakeBody {
             .await
             .map(|line| (Ok::<_, std::convert::Infallible>(Frame::data(line)), rx))
     });
-    BodyExt::boxed_unsync(http_body_util::StreamBody::new(futures::StreamExt::boxed(lines)))
+    BodyExt::boxed_unsync(http_body_util::StreamBody::new(futures::StreamExt::boxed(
+        lines,
+    )))
 }
 
 /// Serve `fake` on a tower_test handle until the client side is dropped.

@@ -270,6 +270,26 @@ mod tests {
         assert!(!c.matches());
     }
 
+    /// Gardener's registry helper writes one key `data.yaml.br`: the same
+    /// objects, Brotli-compressed, match (issue 21: shown as unreadable before).
+    #[test]
+    fn brotli_compressed_secrets_are_compared() {
+        let want = bundle("ns", "m", Class::Seed, "k", &objects()).unwrap();
+        let text = crate::managedresources::encode(&objects()).unwrap();
+        let mut compressed = Vec::new();
+        brotli::BrotliCompress(
+            &mut text.as_bytes(),
+            &mut compressed,
+            &brotli::enc::BrotliEncoderParams::default(),
+        )
+        .unwrap();
+        let secret = json!({"data": {"data.yaml.br": base64::engine::general_purpose::STANDARD.encode(compressed)}});
+        let mut mr = want.managed_resource.clone();
+        mr["spec"]["secretRefs"] = json!([{"name": "managedresource-m-br"}]);
+        let c = compare(&want, &mr, &[("managedresource-m-br".into(), Some(secret))]).unwrap();
+        assert!(c.matches() && !c.same_secret, "{c:?}");
+    }
+
     #[test]
     fn long_diffs_are_cut() {
         let many: serde_json::Map<String, Value> =

@@ -453,3 +453,55 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
         );
     }
 }
+
+/// Issue 21: check reported "differs" on the machine-controller-manager
+/// Deployment scion's own webhook wrote, because the API server had stored
+/// the sidecar with its defaults (`terminationMessagePath`, …) and scion's
+/// answer to the stored object drops them again. Compared as stored, that is
+/// no change; a real one still is.
+#[tokio::test]
+async fn what_the_api_server_defaults_is_no_difference() {
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+    let sent = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "machine-controller-manager", "namespace": MATCHING,
+                     "labels": {"provider.extensions.gardener.cloud/mutated-by-controlplane-webhook": "true"}},
+        "spec": {"selector": {"matchLabels": {"role": "machine-controller-manager"}},
+                 "template": {"metadata": {"labels": {"role": "machine-controller-manager"}},
+                              "spec": {"containers": [{"name": "machine-controller-manager",
+                                                       "image": "registry.example/mcm:v0.62.1"}]}}},
+    });
+    let written = mutated(&engine, &sent).await;
+    let containers = written["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(containers.len(), 2, "the sidecar: {written}");
+    assert!(containers[1].get("terminationMessagePath").is_none());
+    // what the API server stores
+    let mut stored = written.clone();
+    scion::gardener::defaults::apply(&mut stored);
+    stored["metadata"]["resourceVersion"] = json!("42");
+    stored["metadata"]["uid"] = json!("0b0c");
+    let answered = mutated(&engine, &stored).await;
+    assert_ne!(
+        answered, stored,
+        "scion's raw answer to the stored object drops the defaults (the wolf)"
+    );
+    assert_eq!(
+        scion::cli::check::stored_changes(&stored, &answered),
+        Vec::<String>::new()
+    );
+    // a real difference: the stored sidecar lacks a flag scion sets
+    let mut drifted = stored.clone();
+    drifted["spec"]["template"]["spec"]["containers"][1]["args"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    let answered = mutated(&engine, &drifted).await;
+    let changes = scion::cli::check::stored_changes(&drifted, &answered);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(
+        changes[0].starts_with("add /spec/template/spec/containers/1/args/"),
+        "{changes:?}"
+    );
+}

@@ -40,6 +40,7 @@ use serde_json::Value;
 use crate::controller::ControlPlaneActuator;
 use crate::deploy::Extension;
 use crate::deploy::rbac::check_cluster_role;
+use crate::gardener::defaults::normalize;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::managedresources::compare::compare;
 use crate::mutation::{Engine, Outcome, mutate_request};
@@ -285,6 +286,7 @@ pub async fn audit(
             };
             for object in objects {
                 let name = object["metadata"]["name"].as_str().unwrap_or("").to_owned();
+                let stored = object.clone();
                 let request = match super::mutate::request_for_object(object) {
                     Ok(request) => request,
                     Err(err) => {
@@ -303,19 +305,7 @@ pub async fn audit(
                 {
                     Ok(Outcome::Skipped(_)) => (Verdict::Matches, Vec::new(), None),
                     Ok(Outcome::Mutated(m)) => {
-                        let ops: Vec<String> = m
-                            .patch()
-                            .0
-                            .iter()
-                            .map(|op| {
-                                let v = serde_json::to_value(op).unwrap_or(Value::Null);
-                                format!(
-                                    "{} {}",
-                                    v["op"].as_str().unwrap_or("?"),
-                                    v["path"].as_str().unwrap_or("?")
-                                )
-                            })
-                            .collect();
+                        let ops = stored_changes(&stored, &m.object());
                         if ops.is_empty() {
                             (Verdict::Matches, ops, None)
                         } else {
@@ -341,6 +331,26 @@ pub async fn audit(
         }
     }
     Report { provider, findings }
+}
+
+/// The patch operations (`op path`) that would change the stored object:
+/// scion's answer applied to it, both as the API server stores them
+/// ([`normalize`]: its defaults filled in, the fields it populates dropped).
+/// A webhook answer that only removes what the server defaults back (the
+/// MCM sidecar's `terminationMessagePath`, say) changes nothing stored.
+pub fn stored_changes(stored: &Value, answered: &Value) -> Vec<String> {
+    crate::patch::diff(&normalize(stored), &normalize(answered))
+        .0
+        .iter()
+        .map(|op| {
+            let v = serde_json::to_value(op).unwrap_or(Value::Null);
+            format!(
+                "{} {}",
+                v["op"].as_str().unwrap_or("?"),
+                v["path"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
 }
 
 fn error_finding(namespace: &str, kind: &str, name: &str, message: String) -> Finding {

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
+//! | [`defaults`] | what the API server adds when it stores a built-in kind (Deployment, Service, …) |
 //! | [`kubelet`] | the KubeletConfiguration struct as a field table |
 //! | [`managedresource`] | the `ManagedResource` resource gardener-resource-manager applies |
 //! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
@@ -15,6 +16,7 @@
 
 pub mod cluster;
 pub mod controlplane;
+pub mod defaults;
 pub mod kubelet;
 pub mod managedresource;
 pub mod objects;

@@ -325,6 +325,11 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
     let (client, seen) = fake_api(objects, lists);
 
     let report = check_seed(client, &engine, None).await.unwrap();
+    assert_eq!(
+        report.exit_code(),
+        scion::cli::check::EXIT_DIFFERS,
+        "differs, and every object was read"
+    );
     let webhooks = ["Deployment", "Secret", "VerticalPodAutoscaler", "Etcd"];
     let by = |ns: &str| rows(&report, ns, &webhooks);
     assert_eq!(
@@ -504,4 +509,157 @@ async fn what_the_api_server_defaults_is_no_difference() {
         changes[0].starts_with("add /spec/template/spec/containers/1/args/"),
         "{changes:?}"
     );
+}
+
+/// `scion check` as a process: exit codes and what stderr says.
+fn scion_check(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scion"))
+        .arg("check")
+        .args(["--provider", "aws"])
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: seed\nclusters:\n- name: seed\n  cluster:\n    server: {server}\ncontexts:\n- name: seed\n  context:\n    cluster: seed\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_kubeconfig_or_context_that_cannot_be_used_is_exit_2() {
+    let (code, _, err) = scion_check(&["--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("could not audit: cannot read the kubeconfig /nonexistent/kubeconfig"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), "http://127.0.0.1:9");
+    let (code, _, err) =
+        scion_check(&["--kubeconfig", path.to_str().unwrap(), "--context", "other"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("could not audit") && err.contains("other"),
+        "{err}"
+    );
+}
+
+/// Nothing listens: the Cluster watch's retries are bounded, and check says
+/// why it stopped. Progress goes to stderr.
+#[test]
+fn an_unreachable_api_server_stops_the_audit_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"));
+    let started = std::time::Instant::now();
+    let (code, out, err) = scion_check(&["--kubeconfig", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("listing the Clusters"), "progress: {err}");
+    assert!(
+        err.contains(
+            "could not audit: the API server is unreachable (5 failed connections in a row)"
+        ),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// The guard over the mock API: a 403 stops the audit at once with the
+/// reason; per-object read errors are "could not audit" too; a complete
+/// audit is 1 when something differs and 0 when all matches.
+#[tokio::test]
+async fn exit_codes_tell_differs_from_could_not_audit() {
+    use scion::cli::check::{
+        EXIT_DIFFERS, EXIT_MATCHES, EXIT_NOT_AUDITED, Finding, Guard, GuardLayer, Watch,
+        check_seed_with,
+    };
+    use tower_layer::Layer as _;
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+
+    // 403 on the Cluster list: stopped, with the reason, well before the 60 s sync bound.
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    tokio::spawn(async move {
+        while let Some((_, send)) = handle.next_request().await {
+            send.send_response(json_response(
+                StatusCode::FORBIDDEN,
+                &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403, "message": "clusters is forbidden"}),
+            ));
+        }
+    });
+    let guard = Arc::new(Guard::default());
+    let client = kube::Client::new(GuardLayer(guard.clone()).layer(service), "default");
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    let watch = Watch {
+        progress: Box::new(move |l| seen.lock().unwrap().push(l.to_string())),
+        guard: Some(guard),
+    };
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        check_seed_with(client, &engine, None, &watch),
+    )
+    .await
+    .expect("stops at once")
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("403 Forbidden to GET /apis/extensions.gardener.cloud/v1alpha1/clusters")
+            && err.contains("scion check --print-rbac"),
+        "{err}"
+    );
+    assert_eq!(lines.lock().unwrap().as_slice(), ["listing the Clusters"]);
+
+    // Reports: the verdicts decide.
+    let finding = |result| Finding {
+        namespace: "ns".into(),
+        kind: "Deployment".into(),
+        name: "d".into(),
+        result,
+        changes: vec![],
+        message: None,
+    };
+    let report = |results: Vec<Verdict>, stopped: Option<&str>| Report {
+        provider: "aws".into(),
+        findings: results.into_iter().map(finding).collect(),
+        stopped: stopped.map(String::from),
+    };
+    assert_eq!(
+        report(vec![Verdict::Matches], None).exit_code(),
+        EXIT_MATCHES
+    );
+    for v in [Verdict::Differs, Verdict::Denied, Verdict::Missing] {
+        assert_eq!(
+            report(vec![Verdict::Matches, v], None).exit_code(),
+            EXIT_DIFFERS
+        );
+    }
+    assert_eq!(
+        report(vec![Verdict::Differs, Verdict::Error], None).exit_code(),
+        EXIT_NOT_AUDITED
+    );
+    let stopped = report(vec![Verdict::Matches], Some("forbidden"));
+    assert_eq!(stopped.exit_code(), EXIT_NOT_AUDITED);
+    assert!(stopped.table().contains("audit stopped early: forbidden"));
 }

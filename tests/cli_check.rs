@@ -322,9 +322,24 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             );
         }
     }
+    // The Go extension, its healthcheck controller disabled: no warning.
+    lists.insert(
+        "/apis/apps/v1/deployments".to_owned(),
+        list(
+            "Deployment",
+            vec![go_extension(
+                "extension-provider-aws-go",
+                &["--disable-controllers=controlplane,healthcheck"],
+            )],
+        ),
+    );
     let (client, seen) = fake_api(objects, lists);
 
     let report = check_seed(client, &engine, None).await.unwrap();
+    assert!(
+        !report.findings.iter().any(|f| f.result == Verdict::Warning),
+        "{report:#?}"
+    );
     assert_eq!(
         report.exit_code(),
         scion::cli::check::EXIT_DIFFERS,
@@ -509,6 +524,133 @@ async fn what_the_api_server_defaults_is_no_difference() {
         changes[0].starts_with("add /spec/template/spec/containers/1/args/"),
         "{changes:?}"
     );
+}
+
+/// The Go extension's Deployment as its chart renders it, with `flags`.
+fn go_extension(namespace: &str, flags: &[&str]) -> Value {
+    let mut command = vec![
+        "/gardener-extension-provider-aws".to_string(),
+        "--config-file=/etc/gardener-extension-provider-aws/config/config.yaml".into(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "gardener-extension-provider-aws", "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "gardener-extension-provider-aws", "image": "europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/provider-aws:v1.60.0",
+             "command": command}
+        ]}}},
+    })
+}
+
+/// Issue 25 item 3: the Go extension's healthcheck controller goes on writing
+/// `ControlPlaneHealthy` unless it is disabled; check tells when two would
+/// write it, from the Deployment's flags and from the ControlPlane's
+/// `managedFields`.
+#[test]
+fn two_writers_of_control_plane_healthy_are_warned_about() {
+    use scion::cli::check::{go_runs_healthcheck, second_condition_writer};
+    let cases: [(&[&str], Option<bool>); 6] = [
+        (&["--disable-controllers="], Some(true)),
+        (&["--disable-controllers=controlplane"], Some(true)),
+        (
+            &["--disable-controllers=controlplane,healthcheck"],
+            Some(false),
+        ),
+        (&["--disable-controllers", "healthcheck"], Some(false)),
+        (
+            &[
+                "--controllers=backupbucket,backupentry,dnsrecord",
+                "--disable-webhooks=\"*\"",
+            ],
+            Some(false),
+        ),
+        (&["--controllers=controlplane,healthcheck"], Some(true)),
+    ];
+    for (flags, want) in cases {
+        assert_eq!(
+            go_runs_healthcheck(&go_extension("extension-x", flags), "aws"),
+            want,
+            "{flags:?}"
+        );
+    }
+    let mut scaled_down = go_extension("extension-x", &[]);
+    scaled_down["spec"]["replicas"] = json!(0);
+    assert_eq!(go_runs_healthcheck(&scaled_down, "aws"), Some(false));
+    // scion's own Deployment (same name and label) is not the Go extension
+    let mut scion = go_extension("extension-x", &[]);
+    scion["spec"]["template"]["spec"]["containers"][0] =
+        json!({"name": "scion", "image": "scion:0.1.0", "args": ["serve", "--provider=aws"]});
+    assert_eq!(go_runs_healthcheck(&scion, "aws"), None);
+    assert_eq!(go_runs_healthcheck(&go_extension("x", &[]), "gcp"), None);
+
+    // managedFields: scion owns lastOperation, someone else the conditions
+    let cp = |conditions_by: &str| -> scion::gardener::ControlPlane {
+        serde_json::from_value(json!({
+            "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "ControlPlane",
+            "metadata": {"name": "cp", "namespace": "ns", "managedFields": [
+                {"manager": "scion", "operation": "Update", "subresource": "status", "time": "2026-11-20T10:00:00Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:lastOperation": {".": {}, "f:state": {}}, "f:observedGeneration": {}}}},
+                {"manager": conditions_by, "operation": "Update", "subresource": "status", "time": "2026-11-20T10:05:00Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}}}},
+            ]},
+            "spec": {"type": "aws", "region": "eu-west-1", "secretRef": {"name": "cloudprovider", "namespace": "ns"}},
+        }))
+        .unwrap()
+    };
+    assert_eq!(
+        second_condition_writer(&cp("gardener-extension-provider-aws")).as_deref(),
+        Some("gardener-extension-provider-aws")
+    );
+    assert_eq!(second_condition_writer(&cp("scion")), None);
+    // before the switch-over the Go extension writes both: no warning
+    let mut go_owned = cp("gardener-extension-provider-aws");
+    go_owned.metadata.managed_fields.as_mut().unwrap()[0].manager =
+        Some("gardener-extension-provider-aws".into());
+    assert_eq!(second_condition_writer(&go_owned), None);
+}
+
+/// The audit reports a Go extension that runs its healthcheck as a warning
+/// row (exit 1: fix it before or at the hand-over).
+#[tokio::test]
+async fn a_go_extension_running_its_healthcheck_is_a_warning_row() {
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+    let mut lists = BTreeMap::new();
+    lists.insert(
+        "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
+        list("Cluster", vec![]),
+    );
+    lists.insert(
+        "/apis/apps/v1/deployments".to_owned(),
+        list(
+            "Deployment",
+            vec![go_extension(
+                "extension-provider-aws-go",
+                &["--disable-controllers=controlplane"],
+            )],
+        ),
+    );
+    let (client, _) = fake_api(BTreeMap::new(), lists);
+    let report = check_seed(client, &engine, None).await.unwrap();
+    assert_eq!(
+        rows(&report, "extension-provider-aws-go", &["Deployment"]),
+        [(
+            "Deployment",
+            "gardener-extension-provider-aws",
+            Verdict::Warning
+        )],
+        "{report:#?}"
+    );
+    assert!(
+        report.findings[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("healthcheck")
+    );
+    assert_eq!(report.exit_code(), scion::cli::check::EXIT_DIFFERS);
+    assert!(report.table().contains("warning"));
 }
 
 /// `scion check` as a process: exit codes and what stderr says.

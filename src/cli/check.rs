@@ -38,6 +38,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::ControlPlaneActuator;
+use crate::controller::health::CONDITION_TYPE;
 use crate::deploy::Extension;
 use crate::deploy::rbac::check_cluster_role;
 use crate::gardener::defaults::normalize;
@@ -98,6 +99,9 @@ pub enum Verdict {
     Denied,
     /// scion's controller would create the object (a ManagedResource, a certificate).
     Missing,
+    /// Something to fix before or after the switch-over (two writers of
+    /// `ControlPlaneHealthy`); counts as a difference.
+    Warning,
     /// The object or its shoot could not be read.
     Error,
 }
@@ -166,6 +170,7 @@ impl Report {
                     Verdict::Differs => "differs",
                     Verdict::Denied => "denied",
                     Verdict::Missing => "missing",
+                    Verdict::Warning => "warning",
                     Verdict::Error => "error",
                 };
                 let detail = match (&f.message, f.changes.len()) {
@@ -274,7 +279,7 @@ pub async fn audit(
     watch: &Watch,
 ) -> Report {
     let provider = engine.profile().provider.clone();
-    let mut findings = Vec::new();
+    let mut findings = go_extension_findings(client, &provider).await;
     let mut stopped = None;
     let finding = |namespace: &str, kind: &str, name: &str, result, changes, message| Finding {
         namespace: namespace.to_owned(),
@@ -386,6 +391,134 @@ pub async fn audit(
     }
 }
 
+/// The Go extension's name (`gardener-extension-provider-<p>`): its
+/// Deployment, container and binary (`/gardener-extension-provider-<p>`).
+fn go_extension(provider: &str) -> String {
+    format!("gardener-extension-provider-{provider}")
+}
+
+/// Whether a Deployment is the Go extension of `provider` running its
+/// `healthcheck` controller (`Some(true)`), not running it (`Some(false)`),
+/// or not the Go extension at all (`None`, scion's own among them): its
+/// binary is `/gardener-extension-provider-<p>`; the controllers are all of
+/// them unless `--controllers` lists others, less `--disable-controllers`;
+/// a Deployment scaled to 0 runs none.
+pub fn go_runs_healthcheck(deployment: &Value, provider: &str) -> Option<bool> {
+    let binary = go_extension(provider);
+    let spec = &deployment["spec"];
+    let containers = spec["template"]["spec"]["containers"].as_array()?;
+    let words: Vec<&str> = containers
+        .iter()
+        .filter(|c| {
+            c["command"]
+                .as_array()
+                .and_then(|cmd| cmd.first())
+                .and_then(Value::as_str)
+                .is_some_and(|cmd| cmd.rsplit('/').next() == Some(binary.as_str()))
+        })
+        .flat_map(|c| {
+            ["command", "args"]
+                .into_iter()
+                .flat_map(|k| c[k].as_array().into_iter().flatten())
+                .filter_map(Value::as_str)
+        })
+        .collect();
+    if words.is_empty() {
+        return None;
+    }
+    if spec["replicas"].as_i64() == Some(0) {
+        return Some(false);
+    }
+    let list = |flag: &str| -> Option<Vec<String>> {
+        let eq = format!("{flag}=");
+        let at = words
+            .iter()
+            .rposition(|w| *w == flag || w.starts_with(&eq))?;
+        let value = match words[at].strip_prefix(&eq) {
+            Some(v) => v,
+            None => words.get(at + 1).copied().unwrap_or_default(),
+        };
+        Some(
+            value
+                .split(',')
+                .map(|v| v.trim().trim_matches('"').to_owned())
+                .filter(|v| !v.is_empty())
+                .collect(),
+        )
+    };
+    let enabled = list("--controllers").is_none_or(|c| c.iter().any(|c| c == "healthcheck"));
+    let disabled =
+        list("--disable-controllers").is_some_and(|c| c.iter().any(|c| c == "healthcheck"));
+    Some(enabled && !disabled)
+}
+
+/// The field manager that last wrote the ControlPlane's `status.conditions`
+/// when scion wrote its `status.lastOperation` (scion reconciles it) and
+/// someone else the conditions: a second writer of `ControlPlaneHealthy`
+/// (the Go extension's healthcheck controller after the switch-over).
+pub fn second_condition_writer(cp: &ControlPlane) -> Option<String> {
+    let entries = cp.metadata.managed_fields.as_deref().unwrap_or_default();
+    let owner = |field: &str| {
+        entries
+            .iter()
+            .filter(|e| {
+                e.fields_v1
+                    .as_ref()
+                    .is_some_and(|f| f.0.pointer(&format!("/f:status/{field}")).is_some())
+            })
+            .max_by(|a, b| {
+                a.time
+                    .as_ref()
+                    .map(|t| t.0)
+                    .cmp(&b.time.as_ref().map(|t| t.0))
+            })
+            .and_then(|e| e.manager.clone())
+    };
+    let operation = owner("f:lastOperation")?;
+    let conditions = owner("f:conditions")?;
+    (operation == crate::controller::FIELD_MANAGER && conditions != operation).then_some(conditions)
+}
+
+/// The Go extension's Deployments that run its healthcheck controller
+/// (issue 25 item 3: one writer of `ControlPlaneHealthy`).
+async fn go_extension_findings(client: &kube::Client, provider: &str) -> Vec<Finding> {
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
+    );
+    let params = ListParams::default().labels(&format!(
+        "app.kubernetes.io/name={},app.kubernetes.io/part-of!=scion",
+        go_extension(provider)
+    ));
+    let deployments = match api.list(&params).await {
+        Ok(list) => list.items,
+        Err(err) => {
+            return vec![error_finding(
+                "",
+                "Deployment",
+                &go_extension(provider),
+                format!("cannot list the Go extension's Deployments: {err}"),
+            )];
+        }
+    };
+    deployments
+        .into_iter()
+        .filter_map(|d| {
+            let value = serde_json::to_value(&d).ok()?;
+            go_runs_healthcheck(&value, provider)?.then(|| Finding {
+                namespace: d.metadata.namespace.clone().unwrap_or_default(),
+                kind: "Deployment".to_owned(),
+                name: d.metadata.name.clone().unwrap_or_default(),
+                result: Verdict::Warning,
+                changes: Vec::new(),
+                message: Some(format!(
+                    "the Go extension runs its healthcheck controller: it and scion would both write {CONDITION_TYPE}; set disableControllers: [controlplane, healthcheck] in its ControllerDeployment values at the hand-over (--disable-controllers=controlplane,healthcheck)"
+                )),
+            })
+        })
+        .collect()
+}
+
 /// The patch operations (`op path`) that would change the stored object:
 /// scion's answer applied to it, both as the API server stores them
 /// ([`normalize`]: its defaults filled in, the fields it populates dropped).
@@ -466,6 +599,18 @@ async fn audit_controlplanes(
         &ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&()),
     );
     for cp in cps {
+        if let Some(manager) = second_condition_writer(&cp) {
+            findings.push(Finding {
+                namespace: namespace.to_owned(),
+                kind: "ControlPlane".to_owned(),
+                name: cp.name().to_owned(),
+                result: Verdict::Warning,
+                changes: Vec::new(),
+                message: Some(format!(
+                    "scion reconciles it, but {manager:?} last wrote its conditions: two writers of {CONDITION_TYPE} (disable the Go extension's healthcheck controller)"
+                )),
+            });
+        }
         let desired = match actuator.desired(&cp, shoot).await {
             Ok(desired) => desired,
             Err(err) => {

@@ -568,7 +568,14 @@ impl HealthChecks {
             "status": {"conditions": conditions},
         });
         Api::<ControlPlane>::namespaced(self.client.clone(), cp.namespace())
-            .patch_status(cp.name(), &PatchParams::default(), &Patch::Merge(&body))
+            .patch_status(
+                cp.name(),
+                &PatchParams {
+                    field_manager: Some(super::FIELD_MANAGER.to_owned()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(&body),
+            )
             .await?;
         Ok(())
     }

@@ -448,7 +448,7 @@ async fn operate<K: Extension, A: Actuator<K>>(
             }
             patch_status(&api, &name, &succeeded()).await?;
             let body = json!({"metadata": {"finalizers": null, "annotations": {OPERATION_ANNOTATION: null}}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&body))
+            api.patch(&name, &patch_params(), &Patch::Merge(&body))
                 .await
                 .map_err(|e| {
                     object_error(format!("remove finalizers of {} {}", K::KIND, key(obj)), e)
@@ -591,6 +591,16 @@ async fn report_timeout<K: Extension, A: Actuator<K>>(
     err
 }
 
+/// Every patch of the object is scion's (field manager `scion`), so the
+/// object's `managedFields` tell its writers apart (`scion check` warns when
+/// another manager writes the conditions of a ControlPlane scion reconciles).
+fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(crate::controller::FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
 /// The error of a patch of the object itself: [`Error::Gone`] on a 404.
 fn object_error(action: String, e: kube::Error) -> Error {
     match &e {
@@ -600,7 +610,7 @@ fn object_error(action: String, e: kube::Error) -> Error {
 }
 
 async fn patch_status<K: Extension>(api: &Api<K>, name: &str, body: &Value) -> Result<(), Error> {
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(body))
+    api.patch_status(name, &patch_params(), &Patch::Merge(body))
         .await
         .map_err(|e| object_error(format!("patch status of {} {name}", K::KIND), e))?;
     Ok(())
@@ -608,7 +618,7 @@ async fn patch_status<K: Extension>(api: &Api<K>, name: &str, body: &Value) -> R
 
 async fn remove_operation_annotation<K: Extension>(api: &Api<K>, name: &str) -> Result<(), Error> {
     let body = json!({"metadata": {"annotations": {OPERATION_ANNOTATION: null}}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+    api.patch(name, &patch_params(), &Patch::Merge(&body))
         .await
         .map_err(|e| {
             object_error(
@@ -657,7 +667,7 @@ async fn json_patch<K: Extension>(
     let patch: json_patch::Patch = serde_json::from_value(ops)
         .map_err(|e| Error::Internal(format!("invalid JSON patch: {e}")))?;
     let name = obj.meta().name.as_deref().unwrap_or_default();
-    api.patch::<K>(name, &PatchParams::default(), &Patch::Json(patch))
+    api.patch::<K>(name, &patch_params(), &Patch::Json(patch))
         .await
         .map_err(|e| object_error(format!("{what} {} {}", K::KIND, key(obj)), e))?;
     Ok(())

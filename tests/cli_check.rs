@@ -611,28 +611,75 @@ fn two_writers_of_control_plane_healthy_are_warned_about() {
     assert_eq!(second_condition_writer(&go_owned), None);
 }
 
-/// The audit reports a Go extension that runs its healthcheck as a warning
-/// row (exit 1: fix it before or at the hand-over).
+/// scion's Deployment as its chart renders it, with `flags` after `serve`.
+fn scion_extension(namespace: &str, flags: &[&str]) -> Value {
+    let mut args = vec!["serve".to_string(), "--provider=aws".into()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "gardener-extension-provider-aws", "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws", "app.kubernetes.io/part-of": "scion"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "scion", "image": "scion:0.1.0", "args": args}
+        ]}}},
+    })
+}
+
+/// The audit reports a Go extension that runs its healthcheck while scion
+/// runs its own as a warning row (exit 1); before scion's controllers run
+/// (webhooks-only stage: healthcheck disabled) the Go extension is the one
+/// writer and nothing is reported.
 #[tokio::test]
-async fn a_go_extension_running_its_healthcheck_is_a_warning_row() {
-    let engine = Engine::new(Profile::builtin("aws").unwrap());
-    let mut lists = BTreeMap::new();
-    lists.insert(
-        "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
-        list("Cluster", vec![]),
+async fn a_go_extension_running_its_healthcheck_beside_scions_is_a_warning_row() {
+    use scion::cli::check::scion_runs_healthcheck;
+    assert_eq!(
+        scion_runs_healthcheck(&scion_extension("e", &[]), "aws"),
+        Some(true)
     );
-    lists.insert(
-        "/apis/apps/v1/deployments".to_owned(),
-        list(
-            "Deployment",
-            vec![go_extension(
-                "extension-provider-aws-go",
-                &["--disable-controllers=controlplane"],
-            )],
+    assert_eq!(
+        scion_runs_healthcheck(
+            &scion_extension("e", &["--disable-controllers=controlplane,healthcheck"]),
+            "aws"
         ),
+        Some(false)
     );
-    let (client, _) = fake_api(BTreeMap::new(), lists);
-    let report = check_seed(client, &engine, None).await.unwrap();
+    assert_eq!(
+        scion_runs_healthcheck(&scion_extension("e", &["--controllers=none"]), "aws"),
+        Some(false)
+    );
+    assert_eq!(
+        scion_runs_healthcheck(&scion_extension("e", &[]), "gcp"),
+        None
+    );
+    assert_eq!(scion_runs_healthcheck(&go_extension("e", &[]), "aws"), None);
+
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+    let audit = |scion_flags: &'static [&'static str]| {
+        let engine = engine.clone();
+        async move {
+            let mut lists = BTreeMap::new();
+            lists.insert(
+                "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
+                list("Cluster", vec![]),
+            );
+            lists.insert(
+                "/apis/apps/v1/deployments".to_owned(),
+                list(
+                    "Deployment",
+                    vec![
+                        go_extension(
+                            "extension-provider-aws-go",
+                            &["--disable-controllers=controlplane"],
+                        ),
+                        scion_extension("extension-scion-provider-aws", scion_flags),
+                    ],
+                ),
+            );
+            let (client, _) = fake_api(BTreeMap::new(), lists);
+            check_seed(client, &engine, None).await.unwrap()
+        }
+    };
+    let report = audit(&[]).await;
     assert_eq!(
         rows(&report, "extension-provider-aws-go", &["Deployment"]),
         [(
@@ -651,6 +698,9 @@ async fn a_go_extension_running_its_healthcheck_is_a_warning_row() {
     );
     assert_eq!(report.exit_code(), scion::cli::check::EXIT_DIFFERS);
     assert!(report.table().contains("warning"));
+    let staged = audit(&["--disable-controllers=controlplane,healthcheck"]).await;
+    assert!(staged.findings.is_empty(), "{staged:#?}");
+    assert_eq!(staged.exit_code(), scion::cli::check::EXIT_MATCHES);
 }
 
 /// `scion check` as a process: exit codes and what stderr says.

@@ -479,15 +479,49 @@ pub fn second_condition_writer(cp: &ControlPlane) -> Option<String> {
     (operation == crate::controller::FIELD_MANAGER && conditions != operation).then_some(conditions)
 }
 
-/// The Go extension's Deployments that run its healthcheck controller
-/// (issue 25 item 3: one writer of `ControlPlaneHealthy`).
+/// Whether a Deployment is scion (`serve` with the provider) running its
+/// `healthcheck` controller: `--controllers` (default all, `none`) less
+/// `--disable-controllers`, and not scaled to 0. `None`: not scion.
+pub fn scion_runs_healthcheck(deployment: &Value, provider: &str) -> Option<bool> {
+    let spec = &deployment["spec"];
+    let args: Vec<&str> = spec["template"]["spec"]["containers"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| c["args"].as_array())
+        .find(|a| {
+            a.first().and_then(Value::as_str) == Some("serve")
+                && a.iter()
+                    .any(|w| w.as_str() == Some(format!("--provider={provider}").as_str()))
+        })?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if spec["replicas"].as_i64() == Some(0) {
+        return Some(false);
+    }
+    let list = |flag: &str| {
+        args.iter()
+            .rev()
+            .find_map(|w| w.strip_prefix(&format!("{flag}=")))
+            .map(|v| v.split(',').map(str::trim).collect::<Vec<_>>())
+    };
+    let enabled =
+        list("--controllers").is_none_or(|c| c.contains(&"healthcheck") && !c.contains(&"none"));
+    let disabled = list("--disable-controllers").is_some_and(|c| c.contains(&"healthcheck"));
+    Some(enabled && !disabled)
+}
+
+/// The Go extension's Deployments that run its healthcheck controller while
+/// scion runs its own (issue 25 item 3: one writer of `ControlPlaneHealthy`).
+/// Before scion's controllers run (the audit before the switch-over, the
+/// webhooks-only stage), the Go extension is the one writer: no warning.
 async fn go_extension_findings(client: &kube::Client, provider: &str) -> Vec<Finding> {
     let api: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&()),
     );
     let params = ListParams::default().labels(&format!(
-        "app.kubernetes.io/name={},app.kubernetes.io/part-of!=scion",
+        "app.kubernetes.io/name={}",
         go_extension(provider)
     ));
     let deployments = match api.list(&params).await {
@@ -501,10 +535,20 @@ async fn go_extension_findings(client: &kube::Client, provider: &str) -> Vec<Fin
             )];
         }
     };
+    let values: Vec<Value> = deployments
+        .iter()
+        .filter_map(|d| serde_json::to_value(d).ok())
+        .collect();
+    let scion_writes = values
+        .iter()
+        .any(|d| scion_runs_healthcheck(d, provider) == Some(true));
+    if !scion_writes {
+        return Vec::new();
+    }
     deployments
         .into_iter()
-        .filter_map(|d| {
-            let value = serde_json::to_value(&d).ok()?;
+        .zip(values)
+        .filter_map(|(d, value)| {
             go_runs_healthcheck(&value, provider)?.then(|| Finding {
                 namespace: d.metadata.namespace.clone().unwrap_or_default(),
                 kind: "Deployment".to_owned(),
@@ -512,7 +556,7 @@ async fn go_extension_findings(client: &kube::Client, provider: &str) -> Vec<Fin
                 result: Verdict::Warning,
                 changes: Vec::new(),
                 message: Some(format!(
-                    "the Go extension runs its healthcheck controller: it and scion would both write {CONDITION_TYPE}; set disableControllers: [controlplane, healthcheck] in its ControllerDeployment values at the hand-over (--disable-controllers=controlplane,healthcheck)"
+                    "the Go extension runs its healthcheck controller and so does scion: both write {CONDITION_TYPE}; set disableControllers: [controlplane, healthcheck] in the Go extension's ControllerDeployment values (--disable-controllers=controlplane,healthcheck)"
                 )),
             })
         })

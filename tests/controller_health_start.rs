@@ -110,19 +110,20 @@ fn stored(cp: &ControlPlane) -> Value {
     cp_json(cp)
 }
 
+/// The fake holding a ControlPlane an earlier leader reconciled.
+fn reconciled() -> Fake {
+    let f = fake(state(shoot(&["IPv4"], false)), "aws");
+    let cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
+    f.api.lock().unwrap().insert(stored(&cp));
+    f
+}
+
 /// A scion restart: the ControlPlane is there (reconciled by an earlier
 /// leader) before the controller and the checks start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_condition_is_written_after_every_restart() {
     for round in 0..24 {
-        let f = fake(state(shoot(&["IPv4"], false)), "aws");
-        f.api
-            .lock()
-            .unwrap()
-            .insert(stored(&succeeded(with_finalizer(aws_cp(
-                None,
-                aws_subnets(),
-            )))));
+        let f = reconciled();
         let (tx, tasks) = lead(&f, checks(&f, None)).await;
         eventually(&f, &format!("round {round}: ControlPlaneHealthy"), |f| {
             condition(f).is_some()
@@ -183,14 +184,7 @@ async fn the_loop_shows_on_metrics_while_it_runs_and_passes() {
         sample(&registry, "scion_healthcheck_last_pass_timestamp_seconds "),
         0.0
     );
-    let f = fake(state(shoot(&["IPv4"], false)), "aws");
-    f.api
-        .lock()
-        .unwrap()
-        .insert(stored(&succeeded(with_finalizer(aws_cp(
-            None,
-            aws_subnets(),
-        )))));
+    let f = reconciled();
     let (tx, tasks) = lead(&f, checks(&f, Some(metrics))).await;
     eventually(&f, "ControlPlaneHealthy", |f| condition(f).is_some()).await;
     for _ in 0..500 {
@@ -244,14 +238,7 @@ async fn a_cache_that_cannot_sync_is_reported() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let f = fake(state(shoot(&["IPv4"], false)), "aws");
-    f.api
-        .lock()
-        .unwrap()
-        .insert(stored(&succeeded(with_finalizer(aws_cp(
-            None,
-            aws_subnets(),
-        )))));
+    let f = reconciled();
     {
         let mut api = f.api.lock().unwrap();
         for _ in 0..50 {
@@ -311,9 +298,7 @@ where
 /// signal another waiter took), where it used to wait forever.
 #[tokio::test]
 async fn the_loop_does_not_wait_for_the_controllers_store_signal() {
-    let f = fake(state(shoot(&["IPv4"], false)), "aws");
-    let cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
-    f.api.lock().unwrap().insert(stored(&cp));
+    let f = reconciled();
     let (store, mut writer) = reflector::store::<ControlPlane>();
     writer.apply_watcher_event(&watcher::Event::Apply(f.controlplane()));
     let caches = health::Caches::synced(

@@ -260,7 +260,8 @@ mod tests {
             [
                 "added ConfigMap ns/a",
                 "removed Secret ns/x",
-                "changed Service ns/s (/spec/ports/0/port)",
+                // as stored: targetPort defaults to port and moves with it
+                "changed Service ns/s (/spec/ports/0/port, /spec/ports/0/targetPort)",
             ]
         );
     }

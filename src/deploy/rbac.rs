@@ -369,6 +369,13 @@ pub const CHECK_API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
+        site: "cli::check: the Go extension's Deployments by label (does it run its healthcheck controller?)",
+        resources: &[gr("apps", "deployments")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
         site: "cli::check: Azure's tenant service principal Secrets by label",
         resources: &[gr("", "secrets")],
         verbs: &[Verb::List],

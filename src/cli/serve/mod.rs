@@ -316,6 +316,9 @@ fn leader_work(
             ctx,
             args.healthcheck_sync_period,
             usize::from(args.go.healthcheck_max_concurrent_reconciles),
+            Some(crate::controller::health::HealthMetrics::register(
+                &mut metrics.registry(),
+            )),
         )),
         _ => None,
     };

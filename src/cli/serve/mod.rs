@@ -265,7 +265,7 @@ fn build_mutator(
 
 /// The installation `serve` belongs to: the profile's provider in
 /// `--webhook-namespace` (default: the client's namespace), without the
-/// `--disable-webhooks`.
+/// `--disable-webhooks`, reached as `--webhook-config-mode` says.
 fn extension(
     args: &ServeArgs,
     profile: &Profile,
@@ -276,7 +276,8 @@ fn extension(
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
     Ok(Extension::new(&profile.provider, &namespace)?
-        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?))
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?)
+        .with_webhook_client(args.go.webhook_client().map_err(anyhow::Error::msg)?))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
@@ -444,6 +445,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         burst: args.go.kube_api_burst,
     };
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
+    if args.register_webhook && !args.manage_certs {
+        // The registration reads `<cert-dir>/ca.crt` at once: generate the
+        // development certificate (when the directory has none) before the
+        // leader starts, not when the server binds.
+        prepare_certificates(&args.server_config())?;
+    }
     let cert_client = choice.client.clone().filter(|_| args.manage_certs);
     let cert_extension = match &cert_client {
         Some(client) => Some(extension(&args, &profile, client)?),
@@ -496,6 +503,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let _ = tokio::time::timeout(args.shutdown_grace, leader).await;
     }
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// Load the serving certificate of `config`, generating a development CA and
+/// certificate when the directory holds none (what the server does when it
+/// binds; it then finds them).
+fn prepare_certificates(config: &ServerConfig) -> anyhow::Result<()> {
+    let initial = crate::tls::load_or_generate(&config.cert_dir, &config.cert_hosts)
+        .with_context(|| format!("cannot prepare the certificate in {}", config.cert_dir.display()))?;
+    if let Some(generated) = &initial.generated {
+        tracing::info!(
+            ca = %generated.ca_cert.display(),
+            names = ?generated.names,
+            reused_ca = generated.reused_ca,
+            "generated a development server certificate; clients must trust the CA file"
+        );
+    }
     Ok(())
 }
 

@@ -54,9 +54,31 @@ fn every_manifest_round_trips_through_its_type_without_losing_fields() {
     }
 }
 
+/// Without a CA bundle no webhook configuration is printed: with an empty
+/// `caBundle` its `failurePolicy: Fail` entries would reject every matching
+/// write of gardenlet until the leader filled the bundle in.
+#[test]
+fn without_a_ca_bundle_no_webhook_configuration_can_block_writes() {
+    for provider in BUILTIN_PROVIDERS {
+        let objects = deploy::install_objects(&options(provider, None));
+        assert!(
+            !objects
+                .iter()
+                .any(|m| m.kind() == "MutatingWebhookConfiguration"),
+            "{provider}"
+        );
+        let text = deploy::render(&options(provider, None)).unwrap();
+        assert!(!text.contains("failurePolicy"), "{provider}");
+    }
+    // the Deployment registers it itself, with the bundle
+    let d = deployment("aws");
+    let args = d["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--register-webhook"), "{args}");
+}
+
 #[test]
 fn the_stream_splits_into_the_objects_in_apply_order() {
-    let opts = options("aws", None);
+    let opts = options("aws", Some(ca_pem()));
     let stream = deploy::render(&opts).unwrap();
     let kinds: Vec<&str> = deploy::split_documents(&stream)
         .into_iter()

@@ -1,46 +1,37 @@
-//! Rendering `charts/scion` with Helm's template engine (Go's text/template
-//! and sprig, `scripts/chart-render/main.go`), built by
-//! `scripts/chart-render.sh`, which installs Debian's Go packages when they
-//! are missing (as root or with CI=true). A machine where that is impossible
-//! fails the test with the script's message: the chart is never left untested.
+//! Rendering `charts/scion` with the real `helm template` of the test bed
+//! (`scripts/testbed.sh build`: helm v3 from its Go module, pinned and
+//! cached). A machine where helm cannot be built fails the test with the
+//! script's message: the chart is never left untested.
 #![allow(dead_code)]
 
+#[path = "testbed/bins.rs"]
+mod bins;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// The repository root.
-pub fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+pub use bins::root;
 
 /// The chart directory.
 pub fn chart_dir() -> PathBuf {
     root().join("charts/scion")
 }
 
-/// Path of the renderer, built once per test binary.
-pub fn renderer() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join("target"));
-        let out = Command::new("bash")
-            .arg(root().join("scripts/chart-render.sh"))
-            .env("CARGO_TARGET_DIR", target)
-            .output()
-            .expect("run scripts/chart-render.sh");
-        assert!(
-            out.status.success(),
-            "scripts/chart-render.sh failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
+/// Run the test bed's helm with `args`, its configuration and caches in a
+/// throw-away home (no cluster is contacted by `template` and `lint`).
+pub fn helm(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    Command::new(bins::binaries().helm())
+        .args(args)
+        .env("HOME", home.path())
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .env("KUBECONFIG", home.path().join("no-cluster"))
+        .output()
+        .expect("run helm")
 }
 
 /// One rendered document: the template it came from and the object.
@@ -60,7 +51,7 @@ impl Rendered {
 }
 
 /// Render the chart with `values` (YAML) as release `release` in `namespace`
-/// on a seed of `kube_version`; `Err` is the renderer's message.
+/// on a seed of `kube_version`; `Err` is helm's message.
 pub fn try_render(
     values: &str,
     release: &str,
@@ -81,27 +72,75 @@ pub fn try_render_chart(
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("values.yaml");
     std::fs::write(&file, values).unwrap();
-    let out = Command::new(renderer())
-        .args(["--chart", chart.to_str().unwrap()])
-        .args(["--release", release, "--namespace", namespace])
-        .args(["--kube-version", kube_version])
-        .args(["--values", file.to_str().unwrap()])
-        .output()
-        .expect("run the chart renderer");
+    let out = helm(&[
+        "template",
+        release,
+        chart.to_str().unwrap(),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        kube_version,
+        "--values",
+        file.to_str().unwrap(),
+    ]);
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let docs: Vec<Value> = serde_json::from_slice(&out.stdout).expect("renderer output is JSON");
-    Ok(docs
-        .into_iter()
-        .map(|d| Rendered {
-            source: d["source"].as_str().unwrap().to_owned(),
-            object: d["object"].clone(),
-        })
-        .collect())
+    Ok(split_rendered(&String::from_utf8(out.stdout).unwrap()))
 }
 
-/// [`try_render`] as gardenlet does for provider `p`: release `provider-<p>`.
+/// helm's output: documents separated by `---`, each headed by
+/// `# Source: <chart>/templates/<file>`.
+pub fn split_rendered(stream: &str) -> Vec<Rendered> {
+    let mut docs = Vec::new();
+    for doc in stream.split("\n---\n") {
+        let doc = doc.strip_prefix("---\n").unwrap_or(doc);
+        let source = doc
+            .lines()
+            .find_map(|l| l.strip_prefix("# Source: "))
+            .unwrap_or_default()
+            .to_owned();
+        let object: Value = serde_saphyr::from_str(doc)
+            .unwrap_or_else(|e| panic!("helm rendered invalid YAML ({source}): {e}\n{doc}"));
+        if !object.is_null() {
+            docs.push(Rendered { source, object });
+        }
+    }
+    docs
+}
+
+/// [`try_render`] with the release name and seed version gardenlet would use.
 pub fn render(values: &str, namespace: &str) -> Vec<Rendered> {
     try_render(values, "provider-test", namespace, "1.33.0").unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// The values gardenlet injects (reference §3.2), as it would for an aws seed.
+pub const GARDENLET_VALUES: &str = r#"
+provider: aws
+gardener:
+  version: v1.120.0
+  garden:
+    clusterIdentity: garden-1
+  gardenlet:
+    featureGates: {DefaultSeccompProfile: true, NewWorkerPoolHash: false}
+  seed:
+    name: aws-eu1
+    clusterIdentity: seed-aws-eu1
+    annotations: {}
+    labels: {seed.gardener.cloud/eu: "true"}
+    provider: aws
+    region: eu-west-1
+    volumeProvider: ""
+    volumeProviders: []
+    protected: false
+    visible: true
+    taints: []
+    networks: {nodes: 10.250.0.0/16, pods: 100.96.0.0/11, services: 100.64.0.0/13}
+    blockCIDRs: []
+    ingressDomain: ingress.aws-eu1.example.com
+    spec:
+      provider: {type: aws, region: eu-west-1}
+      networks: {nodes: 10.250.0.0/16, pods: 100.96.0.0/11, services: 100.64.0.0/13}
+      settings:
+        topologyAwareRouting: {enabled: true}
+"#;

@@ -8,3 +8,4 @@ pub mod deploy;
 pub mod mutation;
 pub mod server;
 pub mod state;
+pub mod testbed;

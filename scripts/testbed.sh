@@ -49,6 +49,27 @@ BUILDS=(
   "helm helm.sh/helm/v3/cmd/helm helm"
 )
 
+# The version a release build stamps in (`kubectl version`, the API
+# server's /version, helm's default Kubernetes version come from it).
+version_flags() {
+  local v
+  case "$1" in
+    kubernetes)
+      v=$(cd "$pins/kubernetes" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+      local major=${v#v}; major=${major%%.*}
+      local minor=${v#v*.}; minor=${minor%%.*}
+      for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        printf -- "-X %s.gitVersion=%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean " \
+          "$p" "$v" "$p" "$major" "$p" "$minor" "$p"
+      done
+      ;;
+    helm)
+      v=$(cd "$pins/helm" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
+      printf -- "-X helm.sh/helm/v3/internal/version.version=%s" "$v"
+      ;;
+  esac
+}
+
 build() {
   need flock "util-linux: the build lock"
   local cache="${SCION_TESTBED_CACHE:-$HOME/.cache/scion-testbed}"
@@ -76,7 +97,8 @@ build() {
       # caller (e.g. -buildvcs=false) still apply. GOTOOLCHAIN=local: never
       # download a toolchain.
       (cd "$pins/$module" &&
-        GOTOOLCHAIN=local go build -mod=readonly -ldflags='-s -w' -o "$dir/bin/$out.tmp" "$pkg") >&2 || {
+        GOTOOLCHAIN=local go build -mod=readonly -ldflags="-s -w $(version_flags "$module")" \
+          -o "$dir/bin/$out.tmp" "$pkg") >&2 || {
         echo "testbed: building $out failed (see above); the Go module proxy must be reachable for the first build" >&2
         exit 1
       }

@@ -186,7 +186,7 @@ impl ApiServer {
                 .arg("--service-account-issuer=https://kubernetes.default.svc")
                 .arg(format!(
                     "--service-account-key-file={}",
-                    pki.service_account_key.display()
+                    pki.service_account_public_key.display()
                 ))
                 .arg(format!(
                     "--service-account-signing-key-file={}",

@@ -20,6 +20,7 @@ pub struct Pki {
     pub admin_cert_pem: String,
     pub admin_key_pem: String,
     pub service_account_key: PathBuf,
+    pub service_account_public_key: PathBuf,
 }
 
 fn write(path: &Path, text: &str) {
@@ -83,11 +84,13 @@ impl Pki {
             admin_cert_pem: admin_pem,
             admin_key_pem: admin_key.serialize_pem(),
             service_account_key: dir.join("service-account.key"),
+            service_account_public_key: dir.join("service-account.pub"),
         };
         write(&pki.ca_cert, &pki.ca_pem);
         write(&pki.server_cert, &server_pem);
         write(&pki.server_key, &server_key.serialize_pem());
         write(&pki.service_account_key, &sa_key.serialize_pem());
+        write(&pki.service_account_public_key, &sa_key.public_key_pem());
         pki
     }
 }

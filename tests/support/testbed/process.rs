@@ -104,9 +104,21 @@ impl Proc {
         self.child.try_wait().ok().flatten()
     }
 
-    /// The last `max` bytes of the log, for failure messages.
+    /// The last `max` bytes of the log, for failure messages, without the
+    /// flag dump Kubernetes components start with.
     pub fn log_tail(&self, max: u64) -> String {
-        tail(&self.log, max)
+        tail(&self.log, max * 8)
+            .lines()
+            .filter(|l| !l.contains("] FLAG: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .chars()
+            .rev()
+            .take(max as usize)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect()
     }
 
     /// Panic with the log tail if the process has ended.

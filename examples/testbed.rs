@@ -40,7 +40,12 @@ fn main() {
         writeln!(env, "export KUBECONFIG={}", bed.seed.kubeconfig.display()).unwrap();
         writeln!(env, "export SCION_TESTBED_SEED={}", bed.seed.url).unwrap();
         if let Some(shoot) = &bed.shoot {
-            writeln!(env, "export SHOOT_KUBECONFIG={}", shoot.kubeconfig.display()).unwrap();
+            writeln!(
+                env,
+                "export SHOOT_KUBECONFIG={}",
+                shoot.kubeconfig.display()
+            )
+            .unwrap();
         }
         std::fs::write(state.join("env.tmp"), env).unwrap();
         std::fs::rename(state.join("env.tmp"), state.join("env")).unwrap();

@@ -125,18 +125,18 @@ shell() {
     set -euo pipefail
     ip link set lo up
     state="$(mktemp -d)"
-    "$0/target/debug/examples/testbed" --state "$state" "${@}" &
+    "$0/debug/examples/testbed" --state "$state" "${@}" &
     bed=$!
     trap "kill $bed 2>/dev/null; wait $bed 2>/dev/null; rm -rf \"$state\"" EXIT
-    for _ in $(seq 1 600); do
+    for _ in $(seq 1 900); do
       [ -f "$state/env" ] && break
       kill -0 $bed 2>/dev/null || { echo "testbed: the test bed did not start" >&2; exit 1; }
       sleep 0.2
     done
-    [ -f "$state/env" ] || { echo "testbed: not ready after 120 s" >&2; exit 1; }
+    [ -f "$state/env" ] || { echo "testbed: not ready after 180 s" >&2; exit 1; }
     cat "$state/env"
     bash --rcfile <(cat ~/.bashrc 2>/dev/null; cat "$state/env"; echo "PS1=\"(testbed) \$PS1\"") -i
-  ' "$root" "$@"
+  ' "${CARGO_TARGET_DIR:-$root/target}" "$@"
 }
 
 case "${1:-}" in

@@ -84,7 +84,10 @@ fn helm_lint_passes_with_the_default_and_gardenlets_values() {
     let values = dir.path().join("gardenlet.yaml");
     std::fs::write(&values, GARDENLET_VALUES).unwrap();
     let chart = chart::chart_dir();
-    for extra in [vec!["--set", "provider=aws"], vec!["--values", values.to_str().unwrap()]] {
+    for extra in [
+        vec!["--set", "provider=aws"],
+        vec!["--values", values.to_str().unwrap()],
+    ] {
         let mut args = vec!["lint", "--strict", chart.to_str().unwrap()];
         args.extend(extra.iter().copied());
         let out = chart::helm(&args);
@@ -97,7 +100,10 @@ fn helm_lint_passes_with_the_default_and_gardenlets_values() {
     }
     // and lint is not vacuous: without the required value it fails
     let out = chart::helm(&["lint", "--strict", chart.to_str().unwrap()]);
-    assert!(!out.status.success(), "helm lint accepts a chart without provider");
+    assert!(
+        !out.status.success(),
+        "helm lint accepts a chart without provider"
+    );
 }
 
 #[test]
@@ -160,7 +166,6 @@ fn every_flag_the_chart_passes_is_accepted_by_scion_serve() {
     let ann = &find(&docs, "Deployment")["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(ann["prometheus.io/port"], "9090");
 }
-
 
 #[test]
 fn gardenlet_values_render_and_the_seed_settings_apply() {

@@ -21,7 +21,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use testbed::{ApiServer, ApiServerOptions, Testbed, eventually, root, yaml_documents};
+use testbed::{
+    ApiServer, ApiServerOptions, Testbed, eventually, gardenlet_object, root, yaml_documents,
+};
 
 const NS: &str = "extension-scion-provider-aws-x1";
 const RELEASE: &str = "scion-provider-aws";
@@ -239,25 +241,10 @@ async fn write_old_shoot_kube_apiserver(
         }
         api.apply(&doc, "gardenlet").await.unwrap();
     }
-    let review: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            root().join("tests/fixtures/admission/aws-1.17-kube-apiserver.review.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let mut kapi = review["request"]["object"].clone();
-    kapi["metadata"]["namespace"] = json!(old);
-    for field in [
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-        "generation",
-        "managedFields",
-    ] {
-        kapi["metadata"].as_object_mut().unwrap().remove(field);
-    }
-    kapi.as_object_mut().unwrap().remove("status");
+    let kapi = gardenlet_object(
+        "tests/fixtures/admission/aws-1.17-kube-apiserver.review.json",
+        old,
+    );
     let stored = eventually(
         "scion knows the old shoot's Cluster",
         Duration::from_secs(30),
@@ -441,6 +428,13 @@ async fn helm_install_upgrade_uninstall_with_scion_running_on_the_charts_rbac() 
     )
     .await;
     scion.assert_running();
+    // the first registration waited for the managed bundle instead of
+    // failing on it (it used to warn and retry only after 10 s)
+    let log = scion.log();
+    assert!(
+        !log.contains("cannot read the CA bundle") && !log.contains("webhook registration failed"),
+        "{log}"
+    );
 
     // the webhooks and the controller at work: a shoot with its context, a
     // gardenlet write of kube-controller-manager, a ControlPlane
@@ -469,16 +463,7 @@ async fn helm_install_upgrade_uninstall_with_scion_running_on_the_charts_rbac() 
             api.apply(&doc, "gardenlet").await.unwrap();
         }
     }
-    let review: Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("examples/reviews/aws-kube-controller-manager.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let mut kcm = review["request"]["object"].clone();
-    kcm["metadata"]["namespace"] = json!(SHOOT);
-    for field in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
-        kcm["metadata"].as_object_mut().unwrap().remove(field);
-    }
+    let kcm = gardenlet_object("examples/reviews/aws-kube-controller-manager.json", SHOOT);
     let before = kcm["spec"]["template"]["spec"]["containers"][0]["command"].clone();
     let stored_kcm = api
         .create(&kcm)
@@ -690,4 +675,66 @@ async fn helm_install_upgrade_uninstall_with_scion_running_on_the_charts_rbac() 
                 .collect::<Vec<_>>()
         );
     }
+}
+
+/// The development installation (`kubectl apply -k manifests/`: every CRD,
+/// then `scion manifests`' output without a CA bundle) is accepted, and with
+/// no scion running it blocks no gardenlet write: without `--ca-file` there
+/// is no webhook configuration whose Fail policy could reject them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_development_manifests_apply_and_never_block_gardenlets_writes() {
+    let bed = Testbed::start().await;
+    let api = &bed.seed;
+    api.namespace("extension-provider-aws", &[]).await;
+    let dir = root().join("manifests");
+    let crds = dir.join("crds");
+    // as docs/operating.md says: the CRDs, established, then everything (in
+    // one go kubectl cannot map the VPA before its CRD is served)
+    let mut applied = String::new();
+    for args in [
+        vec!["apply", "--server-side", "-f", crds.to_str().unwrap()],
+        vec![
+            "wait",
+            "--for",
+            "condition=established",
+            "--timeout=120s",
+            "-f",
+            crds.to_str().unwrap(),
+        ],
+        vec!["apply", "--server-side", "-k", dir.to_str().unwrap()],
+    ] {
+        let out = api.kubectl(&args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        applied = String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    for crd in std::fs::read_dir(dir.join("crds")).unwrap() {
+        let name = yaml_documents(&std::fs::read_to_string(crd.unwrap().path()).unwrap())[0]["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(applied.contains(&name), "{name} not applied:\n{applied}");
+    }
+    assert!(
+        api.get(
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            None,
+            "scion-provider-aws"
+        )
+        .await
+        .is_none(),
+        "a webhook configuration without a CA bundle was installed"
+    );
+    // gardenlet writes a control-plane Deployment of an aws shoot: accepted
+    api.namespace(SHOOT, &[("shoot.gardener.cloud/provider", "aws")])
+        .await;
+    let kcm = gardenlet_object("examples/reviews/aws-kube-controller-manager.json", SHOOT);
+    api.create(&kcm).await.unwrap_or_else(|e| {
+        panic!("gardenlet's write was blocked by the development installation: {e}")
+    });
 }

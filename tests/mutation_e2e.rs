@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use scion::profile::BUILTIN_PROVIDERS;
 use serde_json::{Value, json};
-use testbed::{ApiServer, Testbed, eventually, root, yaml_documents};
+use testbed::{ApiServer, Testbed, eventually, gardenlet_object, root, yaml_documents};
 
 const MUTATED_BY: &str = "provider.extensions.gardener.cloud/mutated-by-controlplane-webhook";
 const COMPONENTS: &[&str] = &[
@@ -60,15 +60,10 @@ fn recorded_object(provider: &str, component: &str, namespace: &str) -> Value {
     let (_, path) = found
         .pop()
         .unwrap_or_else(|| panic!("no recorded review of {provider} {component}"));
-    let mut object = read_json(&path)["request"]["object"].clone();
-    let meta = object["metadata"].as_object_mut().unwrap();
-    for server_field in ["uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"] {
-        meta.remove(server_field);
-    }
-    meta.insert("namespace".into(), json!(namespace));
-    // a write of the spec; the API server ignores a status sent with it
-    object.as_object_mut().unwrap().remove("status");
-    object
+    gardenlet_object(
+        path.strip_prefix(root()).unwrap().to_str().unwrap(),
+        namespace,
+    )
 }
 
 /// Every object the webhooks of `provider` mutate, as gardenlet writes them
@@ -177,7 +172,11 @@ fn missing(have: &Value, want: &Value, path: &str) -> Option<String> {
 }
 
 fn id(object: &Value) -> String {
-    format!("{} {}", object["kind"].as_str().unwrap(), object["metadata"]["name"].as_str().unwrap())
+    format!(
+        "{} {}",
+        object["kind"].as_str().unwrap(),
+        object["metadata"]["name"].as_str().unwrap()
+    )
 }
 
 /// Whether the audit log shows a webhook of `configuration` called for the
@@ -224,7 +223,12 @@ async fn start_scion(bed: &Testbed, provider: &str) -> testbed::Scion {
         || async {
             let config = bed
                 .seed
-                .get("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", None, &name)
+                .get(
+                    "admissionregistration.k8s.io/v1",
+                    "MutatingWebhookConfiguration",
+                    None,
+                    &name,
+                )
                 .await?;
             let webhooks = config["webhooks"].as_array()?;
             (webhooks.len() == 3
@@ -243,6 +247,18 @@ async fn start_scion(bed: &Testbed, provider: &str) -> testbed::Scion {
         },
     )
     .await;
+    // registered at the first attempt: no warning about a CA bundle that
+    // was not there yet, no failed registration retried later
+    let warnings: Vec<String> = scion
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["level"] != "info" && l["level"] != "debug")
+        .map(|l| l.to_string())
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "{provider}: scion warned at start: {warnings:#?}"
+    );
     scion
 }
 
@@ -269,7 +285,9 @@ async fn check_provider(bed: &Testbed, provider: &str) {
     // controller is not under test here)
     for object in example_objects(provider) {
         if object["kind"] != "ControlPlane" {
-            api.apply(&object, "gardenlet").await.unwrap_or_else(|e| panic!("{provider}: {}: {e}", id(&object)));
+            api.apply(&object, "gardenlet")
+                .await
+                .unwrap_or_else(|e| panic!("{provider}: {}: {e}", id(&object)));
         }
     }
     let mut scion = start_scion(bed, provider).await;
@@ -285,28 +303,70 @@ async fn check_provider(bed: &Testbed, provider: &str) {
         // the reference: the mutated object where no webhook matches
         let mut at_reference = expected.clone();
         at_reference["metadata"]["namespace"] = json!(reference);
-        let want = comparable(&api.create(&at_reference).await.unwrap_or_else(|e| panic!("{what}: reference: {e}")));
+        let want = comparable(
+            &api.create(&at_reference)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: reference: {e}")),
+        );
         assert!(
-            webhook_called(api, &configuration, &reference, original["metadata"]["name"].as_str().unwrap()).is_empty(),
+            webhook_called(
+                api,
+                &configuration,
+                &reference,
+                original["metadata"]["name"].as_str().unwrap()
+            )
+            .is_empty(),
             "{what}: scion was called for a namespace without the provider label"
         );
         // gardenlet's three ways of writing (the cloudprovider Secret is
         // there already: the Deployments' rules read it)
         let name = original["metadata"]["name"].as_str().unwrap();
-        api.delete(original["apiVersion"].as_str().unwrap(), original["kind"].as_str().unwrap(), Some(&shoot), name).await;
-        let created = api.create(&original).await.unwrap_or_else(|e| panic!("{what}: create: {e}\n{}", scion.log()));
-        let updated = api.update(&original).await.unwrap_or_else(|e| panic!("{what}: update: {e}\n{}", scion.log()));
-        let applied = api.apply(&original, "gardenlet").await.unwrap_or_else(|e| panic!("{what}: apply: {e}\n{}", scion.log()));
-        for (how, stored) in [("create", created), ("update", updated), ("server-side apply", applied)] {
+        api.delete(
+            original["apiVersion"].as_str().unwrap(),
+            original["kind"].as_str().unwrap(),
+            Some(&shoot),
+            name,
+        )
+        .await;
+        let created = api
+            .create(&original)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: create: {e}\n{}", scion.log()));
+        let updated = api
+            .update(&original)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: update: {e}\n{}", scion.log()));
+        let applied = api
+            .apply(&original, "gardenlet")
+            .await
+            .unwrap_or_else(|e| panic!("{what}: apply: {e}\n{}", scion.log()));
+        for (how, stored) in [
+            ("create", created),
+            ("update", updated),
+            ("server-side apply", applied),
+        ] {
             let have = comparable(&stored);
             if let Some(path) = missing(&have, &comparable(&expected), "") {
-                panic!("{what}: after {how} the stored object lacks or differs at {path} from scion mutate's\nstored: {have:#}");
+                panic!(
+                    "{what}: after {how} the stored object lacks or differs at {path} from scion mutate's\nstored: {have:#}"
+                );
             }
-            assert_eq!(have, want, "{what}: after {how} the stored object is not what scion mutate prints (plus the server's defaults)");
+            assert_eq!(
+                have, want,
+                "{what}: after {how} the stored object is not what scion mutate prints (plus the server's defaults)"
+            );
         }
-        let calls = webhook_called(api, &configuration, &shoot, original["metadata"]["name"].as_str().unwrap());
+        let calls = webhook_called(
+            api,
+            &configuration,
+            &shoot,
+            original["metadata"]["name"].as_str().unwrap(),
+        );
         // the API server called scion, and says whether it patched
-        assert!(!calls.is_empty(), "{what}: the audit log shows no call of {configuration}");
+        assert!(
+            !calls.is_empty(),
+            "{what}: the audit log shows no call of {configuration}"
+        );
         assert_eq!(
             calls.iter().any(|c| c["mutated"] == true),
             changes,
@@ -315,7 +375,10 @@ async fn check_provider(bed: &Testbed, provider: &str) {
         scion.assert_running();
     }
     // not vacuous: most of gardenlet's objects get patched
-    assert!(changed * 2 > total, "{provider}: only {changed} of {total} objects are patched");
+    assert!(
+        changed * 2 > total,
+        "{provider}: only {changed} of {total} objects are patched"
+    );
 
     check_selectors(bed, provider, &configuration).await;
     check_failure_policy(bed, provider, scion, &configuration).await;
@@ -330,48 +393,105 @@ async fn check_selectors(bed: &Testbed, provider: &str, configuration: &str) {
     // a namespace of the provider without a Cluster: had scion been called,
     // it would have denied the write (no shoot context)
     let no_cluster = format!("selectors--{provider}");
-    api.namespace(&no_cluster, &[("shoot.gardener.cloud/provider", provider)]).await;
+    api.namespace(&no_cluster, &[("shoot.gardener.cloud/provider", provider)])
+        .await;
     let other = format!("other-provider--{provider}");
-    api.namespace(&other, &[("shoot.gardener.cloud/provider", "another-cloud"), ("seed.gardener.cloud/provider", "another-cloud")]).await;
+    api.namespace(
+        &other,
+        &[
+            ("shoot.gardener.cloud/provider", "another-cloud"),
+            ("seed.gardener.cloud/provider", "another-cloud"),
+        ],
+    )
+    .await;
     let mut unlabelled = recorded_object(provider, "kube-controller-manager", &no_cluster);
-    unlabelled["metadata"]["labels"].as_object_mut().unwrap().remove(MUTATED_BY);
+    unlabelled["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove(MUTATED_BY);
     let mut old_label = recorded_object(provider, "kube-apiserver", &no_cluster);
     let labels = old_label["metadata"]["labels"].as_object_mut().unwrap();
     labels.remove(MUTATED_BY);
-    labels.insert("extensions.gardener.cloud/mutated-by-controlplane-webhook".into(), json!("true"));
+    labels.insert(
+        "extensions.gardener.cloud/mutated-by-controlplane-webhook".into(),
+        json!("true"),
+    );
     let mut cases = vec![unlabelled, old_label];
-    cases.extend(gardenlet_objects(provider, &other).into_iter().filter(|o| o["kind"] != "Secret"));
+    cases.extend(
+        gardenlet_objects(provider, &other)
+            .into_iter()
+            .filter(|o| o["kind"] != "Secret"),
+    );
     for object in cases {
-        let what = format!("{provider}: {} in {}", id(&object), object["metadata"]["namespace"]);
-        let stored = api.create(&object).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+        let what = format!(
+            "{provider}: {} in {}",
+            id(&object),
+            object["metadata"]["namespace"]
+        );
+        let stored = api
+            .create(&object)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         if let Some(path) = missing(&comparable(&stored), &comparable(&object), "") {
             panic!("{what}: changed at {path} though no webhook matches");
         }
         let ns = object["metadata"]["namespace"].as_str().unwrap();
-        let calls = webhook_called(api, configuration, ns, object["metadata"]["name"].as_str().unwrap());
-        assert!(calls.is_empty(), "{what}: the API server called scion: {calls:?}");
+        let calls = webhook_called(
+            api,
+            configuration,
+            ns,
+            object["metadata"]["name"].as_str().unwrap(),
+        );
+        assert!(
+            calls.is_empty(),
+            "{what}: the API server called scion: {calls:?}"
+        );
     }
 }
 
 /// With scion stopped, a matching write behaves as the registered
 /// failurePolicy says; a write no webhook matches goes through.
-async fn check_failure_policy(bed: &Testbed, provider: &str, scion: testbed::Scion, configuration: &str) {
+async fn check_failure_policy(
+    bed: &Testbed,
+    provider: &str,
+    scion: testbed::Scion,
+    configuration: &str,
+) {
     let api = &bed.seed;
-    assert_eq!(scion.stop(), Some(0), "{provider}: scion serve did not drain cleanly");
+    assert_eq!(
+        scion.stop(),
+        Some(0),
+        "{provider}: scion serve did not drain cleanly"
+    );
     let config = api
-        .get("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", None, configuration)
+        .get(
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            None,
+            configuration,
+        )
         .await
         .unwrap();
-    let policy = config["webhooks"][1]["failurePolicy"].as_str().unwrap().to_owned();
+    let policy = config["webhooks"][1]["failurePolicy"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let shoot = format!("shoot--dev--{provider}");
     let mut object = recorded_object(provider, "kube-scheduler", &shoot);
     object["metadata"]["name"] = json!("kube-scheduler-while-scion-is-down");
     let result = api.create(&object).await;
     match policy.as_str() {
         "Fail" => {
-            let err = result.expect_err("Fail: the write must be rejected while scion is down").to_string();
+            let err = result
+                .expect_err("Fail: the write must be rejected while scion is down")
+                .to_string();
             assert!(err.contains("failed calling webhook"), "{provider}: {err}");
-            assert!(err.contains(&format!("controlplane.{provider}.extensions.gardener.cloud")), "{provider}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "controlplane.{provider}.extensions.gardener.cloud"
+                )),
+                "{provider}: {err}"
+            );
         }
         "Ignore" => {
             let stored = result.expect("Ignore: the write goes through unmutated");
@@ -381,8 +501,11 @@ async fn check_failure_policy(bed: &Testbed, provider: &str, scion: testbed::Sci
     }
     let mut unlabelled = object.clone();
     unlabelled["metadata"]["name"] = json!("unlabelled-while-scion-is-down");
-    unlabelled["metadata"]["labels"].as_object_mut().unwrap().remove(MUTATED_BY);
-    api.create(&unlabelled)
-        .await
-        .unwrap_or_else(|e| panic!("{provider}: a write no webhook matches failed while scion is down: {e}"));
+    unlabelled["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove(MUTATED_BY);
+    api.create(&unlabelled).await.unwrap_or_else(|e| {
+        panic!("{provider}: a write no webhook matches failed while scion is down: {e}")
+    });
 }

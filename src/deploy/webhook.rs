@@ -154,7 +154,9 @@ fn client_config(
             }),
             None,
         ),
-        WebhookClient::Url(host_port) => (None, Some(format!("https://{host_port}{}", webhook.path))),
+        WebhookClient::Url(host_port) => {
+            (None, Some(format!("https://{host_port}{}", webhook.path)))
+        }
     };
     WebhookClientConfig {
         ca_bundle: ca_bundle.map(|pem| ByteString(pem.to_vec())),
@@ -226,7 +228,10 @@ mod tests {
             assert_eq!(client.ca_bundle, Some(ByteString(b"PEM".to_vec())));
         }
         // everything but the client configuration is the service mode's
-        let service = webhook_configuration(&Extension::new("gcp", "extension-provider-gcp").unwrap(), Some(b"PEM"));
+        let service = webhook_configuration(
+            &Extension::new("gcp", "extension-provider-gcp").unwrap(),
+            Some(b"PEM"),
+        );
         for (u, s) in entries.iter().zip(service.webhooks.unwrap()) {
             let (mut u, mut s) = (u.clone(), s);
             u.client_config = WebhookClientConfig::default();

@@ -128,9 +128,15 @@ impl GoExtensionFlags {
     /// (`--webhook-config-mode`, `--webhook-config-url`).
     pub fn webhook_client(&self) -> Result<WebhookClient, String> {
         match (self.webhook_config_mode.as_str(), &self.webhook_config_url) {
-            ("url", Some(url)) => WebhookClient::url(url).map_err(|e| format!("--webhook-config-url: {e}")),
-            ("url", None) => Err("--webhook-config-mode=url needs --webhook-config-url host[:port]".into()),
-            (_, Some(_)) => Err("--webhook-config-url is used only with --webhook-config-mode=url".into()),
+            ("url", Some(url)) => {
+                WebhookClient::url(url).map_err(|e| format!("--webhook-config-url: {e}"))
+            }
+            ("url", None) => {
+                Err("--webhook-config-mode=url needs --webhook-config-url host[:port]".into())
+            }
+            (_, Some(_)) => {
+                Err("--webhook-config-url is used only with --webhook-config-mode=url".into())
+            }
             _ => Ok(WebhookClient::Service),
         }
     }
@@ -204,14 +210,42 @@ mod tests {
         assert!(!f.ignore_operation_annotation);
         assert!(parse(&["--webhook-config-mode=url-service"]).is_err());
         let no_url = parse(&["--webhook-config-mode=url"]).unwrap();
-        assert!(no_url.validate().unwrap_err().contains("needs --webhook-config-url"));
+        assert!(
+            no_url
+                .validate()
+                .unwrap_err()
+                .contains("needs --webhook-config-url")
+        );
         let stray = parse(&["--webhook-config-url=127.0.0.1:9443"]).unwrap();
-        assert!(stray.validate().unwrap_err().contains("only with --webhook-config-mode=url"));
-        let bad = parse(&["--webhook-config-mode=url", "--webhook-config-url=https://x/y"]).unwrap();
-        assert!(bad.validate().unwrap_err().starts_with("--webhook-config-url: invalid webhook URL"));
-        let url = parse(&["--webhook-config-mode=url", "--webhook-config-url=127.0.0.1:9443"]).unwrap();
-        assert_eq!(url.webhook_client().unwrap(), WebhookClient::Url("127.0.0.1:9443".into()));
-        assert_eq!(parse(&[]).unwrap().webhook_client().unwrap(), WebhookClient::Service);
+        assert!(
+            stray
+                .validate()
+                .unwrap_err()
+                .contains("only with --webhook-config-mode=url")
+        );
+        let bad = parse(&[
+            "--webhook-config-mode=url",
+            "--webhook-config-url=https://x/y",
+        ])
+        .unwrap();
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .starts_with("--webhook-config-url: invalid webhook URL")
+        );
+        let url = parse(&[
+            "--webhook-config-mode=url",
+            "--webhook-config-url=127.0.0.1:9443",
+        ])
+        .unwrap();
+        assert_eq!(
+            url.webhook_client().unwrap(),
+            WebhookClient::Url("127.0.0.1:9443".into())
+        );
+        assert_eq!(
+            parse(&[]).unwrap().webhook_client().unwrap(),
+            WebhookClient::Service
+        );
         assert!(parse(&["--kube-api-qps=0"]).is_err());
         assert!(parse(&["--controlplane-max-concurrent-reconciles=0"]).is_err());
     }

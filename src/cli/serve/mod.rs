@@ -510,8 +510,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// certificate when the directory holds none (what the server does when it
 /// binds; it then finds them).
 fn prepare_certificates(config: &ServerConfig) -> anyhow::Result<()> {
-    let initial = crate::tls::load_or_generate(&config.cert_dir, &config.cert_hosts)
-        .with_context(|| format!("cannot prepare the certificate in {}", config.cert_dir.display()))?;
+    let initial =
+        crate::tls::load_or_generate(&config.cert_dir, &config.cert_hosts).with_context(|| {
+            format!(
+                "cannot prepare the certificate in {}",
+                config.cert_dir.display()
+            )
+        })?;
     if let Some(generated) = &initial.generated {
         tracing::info!(
             ca = %generated.ca_cert.display(),

@@ -178,7 +178,10 @@ impl ApiServer {
                 .arg("--advertise-address=127.0.0.1")
                 .arg(format!("--secure-port={port}"))
                 .arg(format!("--tls-cert-file={}", pki.server_cert.display()))
-                .arg(format!("--tls-private-key-file={}", pki.server_key.display()))
+                .arg(format!(
+                    "--tls-private-key-file={}",
+                    pki.server_key.display()
+                ))
                 .arg(format!("--client-ca-file={}", pki.ca_cert.display()))
                 .arg("--authorization-mode=Node,RBAC")
                 // the default admission plugins (MutatingAdmissionWebhook
@@ -345,10 +348,7 @@ impl ApiServer {
                 let (resource, _) = kube::discovery::pinned_kind(&self.client, &gvk)
                     .await
                     .unwrap_or_else(|e| panic!("the API server does not serve {key}: {e}"));
-                self.resources
-                    .lock()
-                    .unwrap()
-                    .insert(key, resource.clone());
+                self.resources.lock().unwrap().insert(key, resource.clone());
                 resource
             }
         };
@@ -359,7 +359,9 @@ impl ApiServer {
     }
 
     async fn api_of(&self, object: &Value) -> (Api<DynamicObject>, String) {
-        let api_version = object["apiVersion"].as_str().expect("object has apiVersion");
+        let api_version = object["apiVersion"]
+            .as_str()
+            .expect("object has apiVersion");
         let kind = object["kind"].as_str().expect("object has kind");
         let name = object["metadata"]["name"]
             .as_str()
@@ -491,7 +493,12 @@ impl ApiServer {
                 Duration::from_secs(60),
                 || async {
                     let crd = self
-                        .get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, &name)
+                        .get(
+                            "apiextensions.k8s.io/v1",
+                            "CustomResourceDefinition",
+                            None,
+                            &name,
+                        )
                         .await?;
                     crd["status"]["conditions"]
                         .as_array()?
@@ -581,7 +588,7 @@ pub async fn client_from(kubeconfig: &Path) -> kube::Client {
 
 /// The documents of a YAML stream as JSON values (empty documents skipped).
 pub fn yaml_documents(text: &str) -> Vec<Value> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .unwrap_or_else(|e| panic!("invalid YAML stream: {e}"));
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(text).unwrap_or_else(|e| panic!("invalid YAML stream: {e}"));
     docs.into_iter().filter(|d| !d.is_null()).collect()
 }

@@ -70,4 +70,3 @@ pub fn binaries() -> &'static Binaries {
         bins
     })
 }
-

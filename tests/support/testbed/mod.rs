@@ -62,12 +62,38 @@ pub fn require_loopback_only_network() {
          see docs/testing.md",
         std::env::args()
             .next()
-            .and_then(|a| Path::new(&a).file_name().map(|f| f.to_string_lossy().into_owned()))
+            .and_then(|a| Path::new(&a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned()))
             .unwrap_or_default()
             .rsplit_once('-')
             .map(|(name, _)| name.to_owned())
             .unwrap_or_default()
     );
+}
+
+/// The object of a recorded AdmissionReview (`examples/reviews/`,
+/// `tests/fixtures/admission/`, relative to the repository) as gardenlet
+/// would write it into `namespace`: without the fields the server assigns
+/// and without a status.
+pub fn gardenlet_object(review: &str, namespace: &str) -> serde_json::Value {
+    let path = root().join(review);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let review: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut object = review["request"]["object"].clone();
+    let meta = object["metadata"].as_object_mut().unwrap();
+    for server_field in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+    ] {
+        meta.remove(server_field);
+    }
+    meta.insert("namespace".into(), serde_json::json!(namespace));
+    object.as_object_mut().unwrap().remove("status");
+    object
 }
 
 /// Poll `check` every 200 ms until it gives `Some`, at most `timeout`;

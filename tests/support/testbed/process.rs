@@ -78,8 +78,7 @@ impl Proc {
                 Ok(())
             });
         }
-        let child = spawn_on_spawner(cmd)
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let child = spawn_on_spawner(cmd).unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         Proc {
             name: name.to_owned(),
             child,

@@ -97,11 +97,9 @@ impl ScionBuilder {
             cmd.env(k, v);
         }
         std::fs::create_dir_all(&self.log_dir).unwrap();
-        let log = self.log_dir.join(format!(
-            "scion-{}-{}.log",
-            self.provider,
-            webhook.port()
-        ));
+        let log = self
+            .log_dir
+            .join(format!("scion-{}-{}.log", self.provider, webhook.port()));
         let proc = Proc::spawn(&format!("scion serve ({})", self.provider), cmd, &log);
         let mut scion = Scion {
             proc,
@@ -113,7 +111,10 @@ impl ScionBuilder {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             scion.proc.assert_running();
-            if matches!(scion.http_get(scion.health, "/readyz").await, Some((200, _))) {
+            if matches!(
+                scion.http_get(scion.health, "/readyz").await,
+                Some((200, _))
+            ) {
                 return scion;
             }
             if Instant::now() > deadline {

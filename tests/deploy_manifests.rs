@@ -449,7 +449,8 @@ fn yaml_1_1_scalars_are_quoted_for_kubectl() {
     // string; a provider or namespace with such a name must stay a string.
     for name in ["on", "no", "y", "off", "0x1", "1e3"] {
         let ext = Extension::new(name, name).unwrap();
-        let opts = InstallOptions::new(ext, DEFAULT_IMAGE, None).unwrap();
+        // with a CA bundle: the webhook configuration's selector is printed too
+        let opts = InstallOptions::new(ext, DEFAULT_IMAGE, Some(ca_pem())).unwrap();
         let stream = deploy::render(&opts).unwrap();
         assert!(
             stream.contains(&format!("  namespace: \"{name}\"\n")),

@@ -147,6 +147,7 @@ impl Testbed {
     pub async fn start_with(servers: &[ApiServerOptions]) -> Testbed {
         require_loopback_only_network();
         let bins = binaries();
+        let started_at = Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("scion-testbed-")
             .tempdir()
@@ -156,6 +157,11 @@ impl Testbed {
         for options in servers {
             started.push(ApiServer::start(bins, etcd.clone(), dir.path(), options.clone()).await);
         }
+        eprintln!(
+            "test bed: etcd and {} API server(s) ready in {:.1} s",
+            started.len(),
+            started_at.elapsed().as_secs_f64()
+        );
         let mut started = started.into_iter();
         let seed = started.next().expect("at least one API server");
         Testbed {

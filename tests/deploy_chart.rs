@@ -7,9 +7,10 @@
 //! parts render as documented. That a real API server accepts what it
 //! renders is tests/deploy_e2e.rs.
 
-// Only the chart support: the test needs nothing else of tests/support.
-#[path = "support/chart.rs"]
-mod chart;
+#[path = "support/testbed/mod.rs"]
+mod testbed;
+
+use testbed::chart;
 
 use chart::{GARDENLET_VALUES, Rendered, render, try_render};
 use clap::Parser as _;

@@ -12,8 +12,6 @@
 //! webhook configuration included (its owner reference, through the real
 //! garbage collector).
 
-#[path = "support/chart.rs"]
-mod chart;
 #[path = "support/testbed/mod.rs"]
 mod testbed;
 
@@ -22,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use testbed::{
-    ApiServer, ApiServerOptions, Testbed, eventually, gardenlet_object, root, yaml_documents,
+    ApiServer, ApiServerOptions, Testbed, chart, eventually, gardenlet_object, root, yaml_documents,
 };
 
 const NS: &str = "extension-scion-provider-aws-x1";

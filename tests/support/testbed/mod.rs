@@ -28,6 +28,7 @@
 pub mod apiserver;
 pub mod bins;
 pub mod certs;
+pub mod chart;
 pub mod process;
 pub mod scion;
 

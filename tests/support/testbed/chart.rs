@@ -4,15 +4,13 @@
 //! script's message: the chart is never left untested.
 #![allow(dead_code)]
 
-#[path = "testbed/bins.rs"]
-mod bins;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-pub use bins::root;
+use super::bins;
+pub use super::bins::root;
 
 /// The chart directory.
 pub fn chart_dir() -> PathBuf {

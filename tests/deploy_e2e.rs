@@ -736,3 +736,45 @@ async fn the_development_manifests_apply_and_never_block_gardenlets_writes() {
         panic!("gardenlet's write was blocked by the development installation: {e}")
     });
 }
+
+/// A test that needs a seed and a shoot gets two API servers on one etcd:
+/// separate clusters (what is written to one is not in the other), each
+/// with its own CRDs and service accounts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_and_a_shoot_api_server_are_separate_clusters() {
+    let bed = Testbed::start_with_shoot().await;
+    let shoot = bed.shoot.as_ref().expect("a shoot API server");
+    assert_ne!(bed.seed.url, shoot.url);
+    shoot.namespace("kube-system-extra", &[]).await;
+    assert!(
+        bed.seed
+            .get("v1", "Namespace", None, "kube-system-extra")
+            .await
+            .is_none()
+    );
+    shoot.install_crds().await;
+    assert!(
+        bed.seed
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                None,
+                "etcds.druid.gardener.cloud"
+            )
+            .await
+            .is_none()
+    );
+    // each issues tokens for its own ServiceAccounts
+    shoot
+        .apply(
+            &json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "cloud-controller-manager", "namespace": "kube-system"}}),
+            "testbed",
+        )
+        .await
+        .unwrap();
+    let token = shoot
+        .service_account_token("kube-system", "cloud-controller-manager")
+        .await;
+    assert!(!token.is_empty());
+}

@@ -246,14 +246,16 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        // Server-side apply creates the configuration with a PATCH too, so no
-        // `create` grant is needed, and none on any other configuration.
-        site: "deploy::register_webhook: read and server-side apply the webhook configuration",
+        // Server-side apply creates the configuration with a PATCH, which
+        // the API server authorizes as `create` of that name as well (a real
+        // API server forbade the first registration without it); none on any
+        // other configuration.
+        site: "deploy::register_webhook: read and server-side apply (create, then patch) the webhook configuration",
         resources: &[gr(
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations",
         )],
-        verbs: &[Verb::Get, Verb::Patch],
+        verbs: &[Verb::Get, Verb::Create, Verb::Patch],
         scope: Scope::Cluster,
         names: Names::WebhookConfiguration,
     },
@@ -364,6 +366,13 @@ pub const CHECK_API_CALLS: &[ApiCall] = &[
     ApiCall {
         site: "cli::check: the secrets manager's certificate Secrets by label (reused, as the controller reuses them)",
         resources: &[gr("", "secrets")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the Go extension's Deployments by label (does it run its healthcheck controller?)",
+        resources: &[gr("apps", "deployments")],
         verbs: &[Verb::List],
         scope: Scope::Cluster,
         names: Names::Any,

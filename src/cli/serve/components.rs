@@ -12,7 +12,7 @@ use futures::FutureExt as _;
 use crate::controller::StopSignal;
 
 use crate::controller::extension::metrics::ControllerMetrics;
-use crate::controller::health::{Caches, HealthChecks};
+use crate::controller::health::{self, HealthChecks, HealthMetrics};
 use crate::controller::heartbeat::Heartbeat;
 use crate::controller::{
     self, ControlPlaneActuator, ControlPlaneReconciler, controlplane, extension,
@@ -182,17 +182,15 @@ impl LeaderWork {
                     part_stop(),
                 )),
             ));
-            if let Some(health) = self.health.clone()
-                && let Ok(store) = store_rx.await
-            {
-                tracing::info!(period = %crate::gardener::duration::text(health.period), "starting the health checks");
-                let (caches, driver) =
-                    Caches::start(&self.client, store, &health.managed_resources, part_stop());
-                tasks.push(("the health-check caches", tokio::spawn(driver)));
-                tasks.push((
-                    "the health checks",
-                    tokio::spawn(health.run(caches, part_stop())),
-                ));
+            if let Some(health) = self.health.clone() {
+                match store_rx.await {
+                    Ok(store) => {
+                        tasks.extend(health::start(health, &self.client, store, &part_stop))
+                    }
+                    Err(_) => tracing::error!(
+                        "health checks not started: the ControlPlane controller ended before handing over its cache"
+                    ),
+                }
             }
         }
         if let Some(heartbeat) = self.heartbeat.clone() {
@@ -290,6 +288,7 @@ pub fn health_checks(
     reconciler: &ControlPlaneReconciler,
     period: std::time::Duration,
     concurrency: usize,
+    metrics: Option<HealthMetrics>,
 ) -> Arc<HealthChecks> {
     let managed_resources = controlplane::always_written(&reconciler.actuator.spec)
         .into_iter()
@@ -305,5 +304,7 @@ pub fn health_checks(
         managed_resources,
         now: controller::extension::status::now_rfc3339,
         concurrency,
+        metrics,
+        warned: Default::default(),
     })
 }

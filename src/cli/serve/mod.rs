@@ -229,7 +229,7 @@ fn build_mutator(
 
 /// The installation `serve` belongs to: the profile's provider in
 /// `--webhook-namespace` (default: the client's namespace), without the
-/// `--disable-webhooks`.
+/// `--disable-webhooks`, reached as `--webhook-config-mode` says.
 fn extension(
     args: &ServeArgs,
     profile: &Profile,
@@ -240,7 +240,8 @@ fn extension(
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
     Ok(Extension::new(&profile.provider, &namespace)?
-        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?))
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?)
+        .with_webhook_client(args.go.webhook_client().map_err(anyhow::Error::msg)?))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
@@ -307,6 +308,9 @@ fn leader_work(
             ctx,
             args.healthcheck_sync_period,
             usize::from(args.go.healthcheck_max_concurrent_reconciles),
+            Some(crate::controller::health::HealthMetrics::register(
+                &mut metrics.registry(),
+            )),
         )),
         _ => None,
     };
@@ -394,6 +398,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         burst: args.go.kube_api_burst,
     };
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
+    if args.register_webhook && !args.manage_certs {
+        // The registration reads `<cert-dir>/ca.crt` at once: generate the
+        // development certificate (when the directory has none) before the
+        // leader starts, not when the server binds.
+        prepare_certificates(&args.server_config())?;
+    }
     let cert_client = choice.client.clone().filter(|_| args.manage_certs);
     let cert_extension = match &cert_client {
         Some(client) => Some(extension(&args, &profile, client)?),
@@ -481,6 +491,28 @@ fn start_line(args: &ServeArgs) {
         version = env!("CARGO_PKG_VERSION"),
         "starting scion serve"
     );
+}
+
+/// Load the serving certificate of `config`, generating a development CA and
+/// certificate when the directory holds none (what the server does when it
+/// binds; it then finds them).
+fn prepare_certificates(config: &ServerConfig) -> anyhow::Result<()> {
+    let initial =
+        crate::tls::load_or_generate(&config.cert_dir, &config.cert_hosts).with_context(|| {
+            format!(
+                "cannot prepare the certificate in {}",
+                config.cert_dir.display()
+            )
+        })?;
+    if let Some(generated) = &initial.generated {
+        tracing::info!(
+            ca = %generated.ca_cert.display(),
+            names = %generated.names.join(", "),
+            reused_ca = generated.reused_ca,
+            "generated a development server certificate; clients must trust the CA file"
+        );
+    }
+    Ok(())
 }
 
 /// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so

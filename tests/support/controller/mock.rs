@@ -106,7 +106,8 @@ pub fn fake_with(
     api: Option<Arc<std::sync::Mutex<super::fake::FakeApi>>>,
     configure: impl FnOnce(&mut ControlPlaneReconciler),
 ) -> Fake {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let (service, handle) =
+        tower_test::mock::pair::<Request<Body>, Response<super::fake::FakeBody>>();
     let client = kube::Client::new(service, "default");
     let api = api.unwrap_or_default();
     let server = super::fake::serve(api.clone(), handle);

@@ -1311,3 +1311,77 @@ fn render_is_deterministic_and_lands_in_the_right_managed_resources() {
     }
     assert!(a.seed.iter().all(|o| o.namespace == NS));
 }
+
+#[test]
+fn the_health_check_watches_upstreams_deployments() {
+    let spec = support::controller::builtin_spec("azure").expect("azure loads");
+    assert_eq!(
+        spec.health_deployments(),
+        [
+            "cloud-controller-manager",
+            "csi-driver-controller-disk",
+            "csi-driver-controller-file",
+            "csi-snapshot-controller",
+            "remedy-controller-azure",
+        ]
+    );
+}
+
+/// `scion images` lists the new images and `IMAGEVECTOR_OVERWRITE` replaces
+/// them in `scion render`, through the real binary.
+#[test]
+fn scion_images_lists_them_and_imagevector_overwrite_replaces_them() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let images = std::process::Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["images", "--provider", "azure"])
+        .env_remove("IMAGEVECTOR_OVERWRITE")
+        .output()
+        .expect("scion runs");
+    assert!(images.status.success(), "{}", String::from_utf8_lossy(&images.stderr));
+    let listed = String::from_utf8_lossy(&images.stdout);
+    for name in [
+        "csi-driver-disk",
+        "csi-driver-file",
+        "csi-provisioner",
+        "csi-attacher",
+        "csi-snapshotter",
+        "csi-resizer",
+        "csi-liveness-probe",
+        "csi-node-driver-registrar",
+        "csi-snapshot-controller",
+        "remedy-controller-azure",
+    ] {
+        assert!(listed.contains(name), "{name} not listed: {listed}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let overwrite = dir.path().join("overwrite.yaml");
+    std::fs::write(
+        &overwrite,
+        "images:\n- name: csi-driver-disk\n  repository: registry.example.com/azuredisk-csi\n  tag: v9.9.9\n- name: remedy-controller-azure\n  repository: registry.example.com/remedy\n  tag: v0.0.1\n",
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scion"))
+        .current_dir(&root)
+        .args([
+            "render",
+            "--provider",
+            "azure",
+            "--objects-dir",
+            "examples/objects",
+            "--controlplane",
+            "shoot--dev--azure/control-plane",
+        ])
+        .env("IMAGEVECTOR_OVERWRITE", &overwrite)
+        .output()
+        .expect("scion runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Two controller containers and one node plugin of the disk role.
+    assert_eq!(
+        text.matches("image: registry.example.com/azuredisk-csi:v9.9.9").count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(text.matches("image: registry.example.com/remedy:v0.0.1").count(), 1);
+    assert!(text.contains("image: mcr.microsoft.com/oss/v2/kubernetes-csi/azurefile-csi:v1.35.4"));
+}

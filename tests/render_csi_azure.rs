@@ -334,7 +334,11 @@ fn controller_deployments_are_upstreams_per_role() {
                 "--v=5".into(),
             ]
         };
-        assert_eq!(strings(&driver["args"]), want, "{role}: zoned, no annotations");
+        assert_eq!(
+            strings(&driver["args"]),
+            want,
+            "{role}: zoned, no annotations"
+        );
         assert_eq!(
             driver["env"],
             json!([
@@ -421,9 +425,19 @@ fn controller_deployments_are_upstreams_per_role() {
             ]
         );
         for (c, env, memory, sa) in [
-            ("azure-csi-provisioner", "ADDRESS", "40Mi", "csi-provisioner"),
+            (
+                "azure-csi-provisioner",
+                "ADDRESS",
+                "40Mi",
+                "csi-provisioner",
+            ),
             ("azure-csi-attacher", "ADDRESS", "40Mi", "csi-attacher"),
-            ("azure-csi-snapshotter", "CSI_ENDPOINT", "60Mi", "csi-snapshotter"),
+            (
+                "azure-csi-snapshotter",
+                "CSI_ENDPOINT",
+                "60Mi",
+                "csi-snapshotter",
+            ),
             ("azure-csi-resizer", "ADDRESS", "50Mi", "csi-resizer"),
         ] {
             let c = container(&r, "Deployment", &name, c);
@@ -477,8 +491,16 @@ fn controller_deployments_are_upstreams_per_role() {
         );
     }
     // No Service or ServiceMonitor for azure's CSI controllers.
-    assert!(!r.seed.iter().any(|o| o.kind == "Service" && o.name.starts_with("csi-")));
-    assert!(!r.seed.iter().any(|o| o.kind == "ServiceMonitor" && o.name.contains("csi")));
+    assert!(
+        !r.seed
+            .iter()
+            .any(|o| o.kind == "Service" && o.name.starts_with("csi-"))
+    );
+    assert!(
+        !r.seed
+            .iter()
+            .any(|o| o.kind == "ServiceMonitor" && o.name.contains("csi"))
+    );
 }
 
 #[test]
@@ -488,7 +510,12 @@ fn vm_scale_sets_and_the_caching_mode_annotation_add_disk_flags_only() {
         &annotated(&[("convert-rw-caching-mode-for-intree-pv", "True")]),
     );
     assert_eq!(
-        args(&r, "Deployment", "csi-driver-controller-disk", "azure-csi-driver"),
+        args(
+            &r,
+            "Deployment",
+            "csi-driver-controller-disk",
+            "azure-csi-driver"
+        ),
         [
             "--endpoint=$(CSI_ENDPOINT)".to_string(),
             format!("--kubeconfig={KCFG}"),
@@ -499,17 +526,31 @@ fn vm_scale_sets_and_the_caching_mode_annotation_add_disk_flags_only() {
             "--v=5".into(),
         ]
     );
-    let file = args(&r, "Deployment", "csi-driver-controller-file", "azure-csi-driver");
-    assert!(!file.iter().any(|a| a.starts_with("--disable-avset") || a.starts_with("--convert")));
+    let file = args(
+        &r,
+        "Deployment",
+        "csi-driver-controller-file",
+        "azure-csi-driver",
+    );
+    assert!(
+        !file
+            .iter()
+            .any(|a| a.starts_with("--disable-avset") || a.starts_with("--convert"))
+    );
     // ParseBool: "no" is not true.
     let r = render(
         &azure_cp(json!({})),
         &annotated(&[("convert-rw-caching-mode-for-intree-pv", "no")]),
     );
     assert!(
-        !args(&r, "Deployment", "csi-driver-controller-disk", "azure-csi-driver")
-            .iter()
-            .any(|a| a.starts_with("--convert"))
+        !args(
+            &r,
+            "Deployment",
+            "csi-driver-controller-disk",
+            "azure-csi-driver"
+        )
+        .iter()
+        .any(|a| a.starts_with("--convert"))
     );
 }
 
@@ -533,13 +574,17 @@ fn volume_attributes_class_gates_only_below_1_34_with_the_annotation() {
     }
     for shoot in [
         with_version(annotated(&[("enable-volume-attributes-class", "true")]), 34),
-        with_version(annotated(&[("enable-volume-attributes-class", "false")]), 33),
+        with_version(
+            annotated(&[("enable-volume-attributes-class", "false")]),
+            33,
+        ),
         with_version(azure_shoot(&["IPv4"], false), 33),
     ] {
         let r = render(&azure_cp(json!({})), &shoot);
         for c in ["azure-csi-provisioner", "azure-csi-resizer"] {
             assert!(
-                !args(&r, "Deployment", "csi-driver-controller-disk", c).contains(&GATE.to_string())
+                !args(&r, "Deployment", "csi-driver-controller-disk", c)
+                    .contains(&GATE.to_string())
             );
         }
     }
@@ -561,7 +606,10 @@ fn workload_identity_mounts_the_token_on_the_drivers_and_the_remedy_controller()
     for role in ["disk", "file"] {
         let name = format!("csi-driver-controller-{role}");
         let p = pod(&r, "Deployment", &name);
-        assert_eq!(p["spec"]["volumes"][2], token, "after cloud-provider-config");
+        assert_eq!(
+            p["spec"]["volumes"][2], token,
+            "after cloud-provider-config"
+        );
         assert_eq!(
             container(&r, "Deployment", &name, "azure-csi-driver")["volumeMounts"][2],
             mount
@@ -590,7 +638,10 @@ fn the_snapshot_controller_is_upstreams() {
     assert_eq!(d["spec"]["replicas"], json!(1));
     assert_eq!(d["spec"]["revisionHistoryLimit"], json!(1));
     let p = &d["spec"]["template"];
-    assert!(p["metadata"].get("annotations").is_none(), "none: an empty key upstream");
+    assert!(
+        p["metadata"].get("annotations").is_none(),
+        "none: an empty key upstream"
+    );
     assert_eq!(
         p["metadata"]["labels"],
         json!({
@@ -603,7 +654,12 @@ fn the_snapshot_controller_is_upstreams() {
     );
     assert_eq!(p["spec"]["priorityClassName"], json!("gardener-system-200"));
     assert_eq!(p["spec"]["automountServiceAccountToken"], json!(false));
-    let c = container(&r, "Deployment", "csi-snapshot-controller", "azure-csi-snapshot-controller");
+    let c = container(
+        &r,
+        "Deployment",
+        "csi-snapshot-controller",
+        "azure-csi-snapshot-controller",
+    );
     assert_eq!(
         c["image"],
         json!("registry.k8s.io/sig-storage/snapshot-controller:v8.6.0")
@@ -654,7 +710,11 @@ fn hibernation_scales_every_controller_to_zero_as_the_ccm() {
         "csi-snapshot-controller",
         "remedy-controller-azure",
     ] {
-        assert_eq!(object(&down, "Deployment", name)["spec"]["replicas"], json!(0), "{name}");
+        assert_eq!(
+            object(&down, "Deployment", name)["spec"]["replicas"],
+            json!(0),
+            "{name}"
+        );
     }
     assert!(
         !has(&down, "PrometheusRule", "shoot-remedy-controller-azure"),
@@ -724,7 +784,10 @@ fn the_remedy_controller_is_upstreams() {
         .collect();
     assert_eq!(cm["data"], json!({"config.yaml": body}));
     let d = object(&r, "Deployment", "remedy-controller-azure");
-    assert_eq!(d["metadata"]["labels"], json!({"app": "remedy-controller-azure"}));
+    assert_eq!(
+        d["metadata"]["labels"],
+        json!({"app": "remedy-controller-azure"})
+    );
     assert_eq!(d["spec"]["revisionHistoryLimit"], json!(1));
     assert_eq!(d["spec"]["replicas"], json!(1));
     let p = &d["spec"]["template"];
@@ -747,13 +810,18 @@ fn the_remedy_controller_is_upstreams() {
             "networking.resources.gardener.cloud/to-kube-apiserver-tcp-443": "allowed",
         })
     );
-    assert_eq!(p["spec"]["serviceAccountName"], json!("remedy-controller-azure"));
+    assert_eq!(
+        p["spec"]["serviceAccountName"],
+        json!("remedy-controller-azure")
+    );
     assert_eq!(p["spec"]["priorityClassName"], json!("gardener-system-300"));
     assert!(p["spec"].get("automountServiceAccountToken").is_none());
     let c = &p["spec"]["containers"][0];
     assert_eq!(
         c["image"],
-        json!("europe-docker.pkg.dev/gardener-project/releases/gardener/remedy-controller/remedy-controller-azure:v0.14.0")
+        json!(
+            "europe-docker.pkg.dev/gardener-project/releases/gardener/remedy-controller/remedy-controller-azure:v0.14.0"
+        )
     );
     assert!(c.get("args").is_none(), "command, not args");
     assert_eq!(
@@ -843,8 +911,13 @@ fn the_remedy_controller_is_upstreams() {
 #[test]
 fn disabling_the_remedy_controller_keeps_the_deployment_at_zero() {
     let wi_on = |shoot: &ShootContext| {
-        render_builtin(&azure_cp(json!({})), shoot, Some(&azure_wi_secret()), Some(1))
-            .expect("renders")
+        render_builtin(
+            &azure_cp(json!({})),
+            shoot,
+            Some(&azure_wi_secret()),
+            Some(1),
+        )
+        .expect("renders")
     };
     let off = wi_on(&annotated(&[("disable-remedy-controller", "true")]));
     let d = object(&off, "Deployment", "remedy-controller-azure");
@@ -862,7 +935,11 @@ fn disabling_the_remedy_controller_keeps_the_deployment_at_zero() {
         ["kubeconfig", "config", "cloud-provider-config"],
         "no workload identity when disabled"
     );
-    assert!(!has(&off, "PrometheusRule", "shoot-remedy-controller-azure"));
+    assert!(!has(
+        &off,
+        "PrometheusRule",
+        "shoot-remedy-controller-azure"
+    ));
     let cr = format!("{P}remedy-controller-azure");
     assert!(!has(&off, "ClusterRole", &cr) && !has(&off, "ClusterRoleBinding", &cr));
     assert!(has(&off, "ServiceMonitor", "shoot-remedy-controller-azure"));
@@ -879,7 +956,10 @@ fn disabling_the_remedy_controller_keeps_the_deployment_at_zero() {
 fn node_daemonsets_are_upstreams_per_role() {
     let r = render(
         &azure_cp(json!({})),
-        &annotated(&[("volume-attach-limit", "-1"), ("reserved-data-disk-slot-num", "2")]),
+        &annotated(&[
+            ("volume-attach-limit", "-1"),
+            ("reserved-data-disk-slot-num", "2"),
+        ]),
     );
     for (role, healthz, metrics) in [("disk", 29603, 29605), ("file", 29613, 29615)] {
         let name = format!("csi-driver-node-{role}");
@@ -920,7 +1000,11 @@ fn node_daemonsets_are_upstreams_per_role() {
         );
         assert_eq!(
             names(&s["containers"]),
-            ["csi-driver", "csi-node-driver-registrar", "csi-liveness-probe"]
+            [
+                "csi-driver",
+                "csi-node-driver-registrar",
+                "csi-liveness-probe"
+            ]
         );
         let c = container(&r, "DaemonSet", &name, "csi-driver");
         let mut want = vec![
@@ -952,7 +1036,12 @@ fn node_daemonsets_are_upstreams_per_role() {
             c["livenessProbe"],
             json!({"failureThreshold": 5, "httpGet": {"path": "/healthz", "port": "healthz"}, "initialDelaySeconds": 30, "timeoutSeconds": 10, "periodSeconds": 30})
         );
-        let mut mounts = vec!["kubelet-dir", "plugin-dir", "device-dir", "cloud-provider-config"];
+        let mut mounts = vec![
+            "kubelet-dir",
+            "plugin-dir",
+            "device-dir",
+            "cloud-provider-config",
+        ];
         let mut volumes = vec![
             "kubelet-dir",
             "plugin-dir",
@@ -1041,7 +1130,11 @@ fn csi_drivers_service_accounts_and_rbac_are_named_as_upstream() {
             object(&r, "ClusterRoleBinding", &format!("{P}csi-driver-{role}"))["roleRef"]["name"],
             json!(format!("{P}csi-driver"))
         );
-        let b = object(&r, "ClusterRoleBinding", &format!("{P}csi-driver-controller-{role}"));
+        let b = object(
+            &r,
+            "ClusterRoleBinding",
+            &format!("{P}csi-driver-controller-{role}"),
+        );
         assert_eq!(
             b["subjects"],
             json!([{"kind": "ServiceAccount", "name": format!("csi-driver-controller-{role}"), "namespace": "kube-system"}])
@@ -1071,7 +1164,11 @@ fn csi_drivers_service_accounts_and_rbac_are_named_as_upstream() {
         ]
     );
     assert!(
-        !has(&r, "ClusterRoleBinding", &format!("{P}csi-snapshot-validation")),
+        !has(
+            &r,
+            "ClusterRoleBinding",
+            &format!("{P}csi-snapshot-validation")
+        ),
         "legacy, unbound"
     );
     for sa in [
@@ -1094,7 +1191,9 @@ fn csi_drivers_service_accounts_and_rbac_are_named_as_upstream() {
             json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "watch", "list", "delete", "update", "create"]}])
         );
     }
-    let rule = |kind: &str, name: &str, i: usize| object(&r, kind, &format!("{P}{name}"))["rules"][i].clone();
+    let rule = |kind: &str, name: &str, i: usize| {
+        object(&r, kind, &format!("{P}{name}"))["rules"][i].clone()
+    };
     assert_eq!(
         rule("ClusterRole", "csi-snapshot-controller", 7),
         json!({"apiGroups": ["snapshot.storage.k8s.io"], "resources": ["volumesnapshots"], "verbs": ["get", "list", "watch", "update", "patch", "create"]})
@@ -1152,10 +1251,26 @@ fn storage_classes_and_the_snapshot_class_follow_the_controlplane_config() {
             "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": true})
     );
     for (name, provisioner, parameters) in [
-        ("managed-standard-hdd", "disk.csi.azure.com", json!({"skuName": "Standard_LRS", "kind": "managed"})),
-        ("managed-standard-ssd", "disk.csi.azure.com", json!({"skuName": "StandardSSD_LRS", "kind": "managed"})),
-        ("managed-premium-ssd", "disk.csi.azure.com", json!({"skuName": "Premium_LRS", "kind": "managed"})),
-        ("files", "file.csi.azure.com", json!({"skuName": "Standard_LRS"})),
+        (
+            "managed-standard-hdd",
+            "disk.csi.azure.com",
+            json!({"skuName": "Standard_LRS", "kind": "managed"}),
+        ),
+        (
+            "managed-standard-ssd",
+            "disk.csi.azure.com",
+            json!({"skuName": "StandardSSD_LRS", "kind": "managed"}),
+        ),
+        (
+            "managed-premium-ssd",
+            "disk.csi.azure.com",
+            json!({"skuName": "Premium_LRS", "kind": "managed"}),
+        ),
+        (
+            "files",
+            "file.csi.azure.com",
+            json!({"skuName": "Standard_LRS"}),
+        ),
     ] {
         assert_eq!(
             sc(&r, name),
@@ -1165,14 +1280,23 @@ fn storage_classes_and_the_snapshot_class_follow_the_controlplane_config() {
                 "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": true})
         );
     }
-    let vsc = |r: &Rendered| r.storage_classes.last().expect("snapshot class").object.clone();
+    let vsc = |r: &Rendered| {
+        r.storage_classes
+            .last()
+            .expect("snapshot class")
+            .object
+            .clone()
+    };
     assert_eq!(
         vsc(&r),
         json!({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass",
             "metadata": {"name": "default", "annotations": {"snapshot.storage.kubernetes.io/is-default-class": "true"}},
             "driver": "disk.csi.azure.com", "deletionPolicy": "Delete"})
     );
-    assert!(r.storage_classes.iter().all(|o| o.namespace.is_empty()), "cluster-scoped");
+    assert!(
+        r.storage_classes.iter().all(|o| o.namespace.is_empty()),
+        "cluster-scoped"
+    );
 
     let mut cp = azure_cp(json!({}));
     cp.spec.provider_config = Some(json!({
@@ -1186,7 +1310,8 @@ fn storage_classes_and_the_snapshot_class_follow_the_controlplane_config() {
     );
     assert!(vsc(&unmanaged)["metadata"].get("annotations").is_none());
     // Only one of the two unmanaged.
-    cp.spec.provider_config = Some(json!({"storage": {"managedDefaultVolumeSnapshotClass": false}}));
+    cp.spec.provider_config =
+        Some(json!({"storage": {"managedDefaultVolumeSnapshotClass": false}}));
     let half = render(&cp, &azure_shoot(&["IPv4"], false));
     assert_eq!(
         sc(&half, "default")["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"],
@@ -1228,19 +1353,33 @@ fn allow_egress_follows_the_outbound_access_and_the_skip_annotation() {
         );
     }
     let explicit = render(
-        &azure_cp(json!({"networks": {"vnet": {"name": "vnet-1234"}, "subnets": [{"purpose": "nodes", "name": "subnet-acbd1234"}], "outboundAccessType": "LoadBalancer"}})),
+        &azure_cp(
+            json!({"networks": {"vnet": {"name": "vnet-1234"}, "subnets": [{"purpose": "nodes", "name": "subnet-acbd1234"}], "outboundAccessType": "LoadBalancer"}}),
+        ),
         &azure_shoot(&["IPv4"], false),
     );
     assert_eq!(egress(&explicit).len(), 2);
     let nat = render(
-        &azure_cp(json!({"networks": {"vnet": {"name": "vnet-1234"}, "subnets": [{"purpose": "nodes", "name": "subnet-acbd1234"}], "outboundAccessType": "NatGateway"}})),
+        &azure_cp(
+            json!({"networks": {"vnet": {"name": "vnet-1234"}, "subnets": [{"purpose": "nodes", "name": "subnet-acbd1234"}], "outboundAccessType": "NatGateway"}}),
+        ),
         &azure_shoot(&["IPv4"], false),
     );
     assert!(egress(&nat).is_empty());
-    let skipped = render(&azure_cp(json!({})), &annotated(&[("skip-allow-egress", "true")]));
+    let skipped = render(
+        &azure_cp(json!({})),
+        &annotated(&[("skip-allow-egress", "true")]),
+    );
     assert!(egress(&skipped).is_empty());
-    let not_skipped = render(&azure_cp(json!({})), &annotated(&[("skip-allow-egress", "1")]));
-    assert_eq!(egress(&not_skipped).len(), 2, "upstream compares with \"true\"");
+    let not_skipped = render(
+        &azure_cp(json!({})),
+        &annotated(&[("skip-allow-egress", "1")]),
+    );
+    assert_eq!(
+        egress(&not_skipped).len(),
+        2,
+        "upstream compares with \"true\""
+    );
 }
 
 #[test]
@@ -1251,7 +1390,10 @@ fn images_follow_the_shoot_minor_as_upstream_pins_them() {
             .expect("image")
             .to_string()
     };
-    let r33 = render(&azure_cp(json!({})), &with_version(azure_shoot(&["IPv4"], false), 33));
+    let r33 = render(
+        &azure_cp(json!({})),
+        &with_version(azure_shoot(&["IPv4"], false), 33),
+    );
     assert_eq!(
         image(&r33, "azure-csi-provisioner"),
         "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0"
@@ -1269,7 +1411,10 @@ fn images_follow_the_shoot_minor_as_upstream_pins_them() {
         "registry.k8s.io/sig-storage/csi-snapshotter:v8.6.0"
     );
     for minor in [34, 35] {
-        let r = render(&azure_cp(json!({})), &with_version(azure_shoot(&["IPv4"], false), minor));
+        let r = render(
+            &azure_cp(json!({})),
+            &with_version(azure_shoot(&["IPv4"], false), minor),
+        );
         assert_eq!(
             image(&r, "azure-csi-provisioner"),
             "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
@@ -1287,11 +1432,16 @@ fn render_is_deterministic_and_lands_in_the_right_managed_resources() {
     let b = default_render();
     assert_eq!(a, b);
     let kinds = |list: &[scion::render::DesiredObject]| -> Vec<String> {
-        list.iter().map(|o| format!("{}/{}", o.kind, o.name)).collect()
+        list.iter()
+            .map(|o| format!("{}/{}", o.kind, o.name))
+            .collect()
     };
     assert_eq!(
         kinds(&a.config),
-        ["Secret/cloud-provider-config", "Secret/cloud-provider-disk-config"]
+        [
+            "Secret/cloud-provider-config",
+            "Secret/cloud-provider-disk-config"
+        ]
     );
     for seed in [
         "Deployment/csi-driver-controller-disk",
@@ -1337,7 +1487,11 @@ fn scion_images_lists_them_and_imagevector_overwrite_replaces_them() {
         .env_remove("IMAGEVECTOR_OVERWRITE")
         .output()
         .expect("scion runs");
-    assert!(images.status.success(), "{}", String::from_utf8_lossy(&images.stderr));
+    assert!(
+        images.status.success(),
+        "{}",
+        String::from_utf8_lossy(&images.stderr)
+    );
     let listed = String::from_utf8_lossy(&images.stdout);
     for name in [
         "csi-driver-disk",
@@ -1374,14 +1528,23 @@ fn scion_images_lists_them_and_imagevector_overwrite_replaces_them() {
         .env("IMAGEVECTOR_OVERWRITE", &overwrite)
         .output()
         .expect("scion runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     // Two controller containers and one node plugin of the disk role.
     assert_eq!(
-        text.matches("image: registry.example.com/azuredisk-csi:v9.9.9").count(),
+        text.matches("image: registry.example.com/azuredisk-csi:v9.9.9")
+            .count(),
         2,
         "{text}"
     );
-    assert_eq!(text.matches("image: registry.example.com/remedy:v0.0.1").count(), 1);
+    assert_eq!(
+        text.matches("image: registry.example.com/remedy:v0.0.1")
+            .count(),
+        1
+    );
     assert!(text.contains("image: mcr.microsoft.com/oss/v2/kubernetes-csi/azurefile-csi:v1.35.4"));
 }

@@ -441,7 +441,11 @@ mod tests {
             json!("  a\n  b\n  ")
         );
         assert_eq!(apply("x | indent(\"0\")", json!("a")).unwrap(), json!("a"));
-        for bad in ["x | indent(\"-1\")", "x | indent(\"four\")", "x | indent(\"65\")"] {
+        for bad in [
+            "x | indent(\"-1\")",
+            "x | indent(\"four\")",
+            "x | indent(\"65\")",
+        ] {
             let err = Expr::parse(bad).unwrap_err();
             assert!(err.contains("number of spaces"), "{bad}: {err}");
         }

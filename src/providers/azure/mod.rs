@@ -209,10 +209,7 @@ fn base_lines(inputs: &CodeInput<'_>) -> Result<Vec<String>, CodeError> {
         .map(|w| w.maximum)
         .sum();
     let mut lines = vec![
-        format!(
-            "cloud: {}",
-            quoted(cloud_of_region(inputs.shoot.region()))
-        ),
+        format!("cloud: {}", quoted(cloud_of_region(inputs.shoot.region()))),
         format!("location: {}", quoted(&cp.spec.region)),
         format!("resourceGroup: {}", quoted(resource_group)),
         format!("routeTableName: {}", quoted(&route_table)),

@@ -40,7 +40,7 @@ async fn created(shoot: &scion::gardener::ShootContext) -> Fake {
 }
 
 #[tokio::test]
-async fn create_writes_certificates_access_secret_and_four_managed_resources() {
+async fn create_writes_certificates_access_secrets_and_five_managed_resources() {
     let shoot = shoot(&["IPv4"], false);
     let f = fake(state(shoot.clone()), "aws");
     let action = f
@@ -53,10 +53,19 @@ async fn create_writes_certificates_access_secret_and_four_managed_resources() {
         [
             "PATCH cp",
             "PATCH cp/status",
+            // CA, bundle, server certificate, 7 shoot access Secrets
             "POST secret",
             "POST secret",
             "POST secret",
             "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST mr",
             "POST secret",
             "POST mr",
             "POST secret",
@@ -82,6 +91,12 @@ async fn create_writes_certificates_access_secret_and_four_managed_resources() {
             "ca-provider-aws-controlplane-bundle",
             "cloud-controller-manager-server",
             "shoot-access-cloud-controller-manager",
+            "shoot-access-csi-provisioner",
+            "shoot-access-csi-attacher",
+            "shoot-access-csi-snapshotter",
+            "shoot-access-csi-resizer",
+            "shoot-access-csi-snapshot-controller",
+            "shoot-access-csi-volume-modifier",
             CONFIG_MR,
             CONFIG_MR,
             SEED_MR,
@@ -90,6 +105,8 @@ async fn create_writes_certificates_access_secret_and_four_managed_resources() {
             SHOOT_MR,
             SHOOT_CRDS_MR,
             SHOOT_CRDS_MR,
+            "extension-controlplane-storageclasses",
+            "extension-controlplane-storageclasses",
         ]
     );
     let finalizer = &api.calls[0].body;

@@ -17,6 +17,7 @@ const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
 const SEED_MR: &str = "extension-controlplane-seed";
 const SHOOT_MR: &str = "extension-controlplane-shoot";
 const SHOOT_CRDS_MR: &str = "extension-controlplane-shoot-crds";
+const STORAGECLASSES_MR: &str = "extension-controlplane-storageclasses";
 
 async fn created(shoot: &scion::gardener::ShootContext) -> Fake {
     let f = fake(state(shoot.clone()), "aws");
@@ -391,7 +392,13 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
     let f = fake(state(shoot), "aws");
     {
         let mut api = f.api.lock().unwrap();
-        for name in [CONFIG_MR, SEED_MR, SHOOT_MR, SHOOT_CRDS_MR] {
+        for name in [
+            CONFIG_MR,
+            SEED_MR,
+            SHOOT_MR,
+            SHOOT_CRDS_MR,
+            STORAGECLASSES_MR,
+        ] {
             let secret = format!("{name}-0a1b2c3d");
             api.insert(
                 json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": true,
@@ -399,7 +406,7 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
                     "labels": {"resources.gardener.cloud/garbage-collectable-reference": "true"}},
                 "data": {"x": "eA=="}}),
             );
-            let class = if name == SHOOT_MR || name == SHOOT_CRDS_MR {
+            let class = if name == SHOOT_MR || name == SHOOT_CRDS_MR || name == STORAGECLASSES_MR {
                 Value::Null
             } else {
                 json!("seed")
@@ -415,7 +422,13 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
         .await
         .expect("reconciles");
     let writes = f.writes();
-    for name in [CONFIG_MR, SEED_MR, SHOOT_MR, SHOOT_CRDS_MR] {
+    for name in [
+        CONFIG_MR,
+        SEED_MR,
+        SHOOT_MR,
+        SHOOT_CRDS_MR,
+        STORAGECLASSES_MR,
+    ] {
         assert!(writes.contains(&format!("PUT mr/{name}")), "{writes:#?}");
         assert!(
             !writes.contains(&"POST mr".to_string()),
@@ -452,7 +465,7 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
             "/apis/resources.gardener.cloud/v1alpha1/namespaces/{NS}/managedresources"
         ))
         .len();
-    assert_eq!(mrs, 4, "no doubles");
+    assert_eq!(mrs, 5, "no doubles");
 
     // On deletion the CRDs ManagedResource goes too, with the Secret it
     // references (the Go extension's old one is GRM's garbage collector's).

@@ -271,11 +271,23 @@ fn image_override_wins() {
 /// none carries an owner reference (GRM owns them).
 #[test]
 fn objects_land_in_their_managed_resources() {
-    let r = render_builtin(
-        &aws_cp(None, aws_subnets()),
-        &shoot(&["IPv4"], false),
-        None,
-        None,
+    // The CCM and the shared CRDs; the CSI driver's places: render_csi_aws.rs.
+    let mut spec = builtin_spec("aws").expect("aws");
+    spec.components.retain(|c| c.name != "csi-driver");
+    let cp = aws_cp(None, aws_subnets());
+    let shoot = shoot(&["IPv4"], false);
+    let images = scion::profile::ImageVector::builtin("aws");
+    let r = render::render(
+        &render::RenderInput {
+            cp: &cp,
+            shoot: &shoot,
+            credentials: None,
+            kube_apiserver_replicas: None,
+            image_override: None,
+            images: &images,
+            server_secret: Some(SERVER_SECRET),
+        },
+        &spec,
     )
     .expect("renders");
     let kinds = |list: &[render::DesiredObject]| -> Vec<(String, String)> {

@@ -14,6 +14,7 @@ pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
     &Aws,
     [
         "components/cloud-controller-manager.yaml",
+        "components/csi-driver.yaml",
         "files/custom-mtu.service",
         "files/ecr-credential-provider-config.json",
         "files/mtu-customizer.sh",

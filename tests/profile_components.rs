@@ -162,6 +162,24 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
             ),
             vec![file, "health", "unknown field `deployment`"],
         ),
+        (
+            // A name `each` gives over a literal list counts, one not among them does not.
+            gcp()
+                .replace(
+                    "deployments: [cloud-controller-manager]",
+                    "deployments: [cloud-controller-manager, ccm-a, ccm-c]",
+                )
+                .replace(
+                    "  labels: {app: kubernetes, role: cloud-controller-manager}",
+                    "  labels: {app: kubernetes, role: cloud-controller-manager}\n  copies: [a, b]",
+                )
+                + "- into: seed\n  each: copies\n  as: copy\n  object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: \"ccm-${copy}\"}}\n",
+            vec![
+                file,
+                "field health.deployments[2]",
+                "\"ccm-c\" is not a Deployment of this component",
+            ],
+        ),
     ];
     for (text, needles) in cases {
         let err = load_error("gcp", &text);

@@ -53,6 +53,10 @@ pub enum Filter {
     GoQuote,
     /// `jsonQuote`: the string as Go's `json.Marshal` writes it.
     JsonQuote,
+    /// `indent("n")`: Helm's `indent n`: n spaces before the text and after
+    /// each newline in it (a text file inside another, as a chart embeds a
+    /// ConfigMap's block in the manifest it checksums).
+    Indent(usize),
 }
 
 /// The filters, with a line each (for messages and `docs/profiles.md`).
@@ -79,6 +83,10 @@ pub const FILTERS: &[(&str, &str)] = &[
     ),
     ("goQuote", "Go's strconv.Quote (Helm's quote)"),
     ("jsonQuote", "a JSON string as Go's json.Marshal writes it"),
+    (
+        "indent(\"n\")",
+        "Helm's indent: n spaces before the text and after each newline",
+    ),
 ];
 
 impl fmt::Display for Expr {
@@ -223,6 +231,13 @@ impl Parser<'_> {
             ("perKeyChecksum", None) => Filter::PerKeyChecksum,
             ("goQuote", None) => Filter::GoQuote,
             ("jsonQuote", None) => Filter::JsonQuote,
+            ("indent", Some(n)) => Filter::Indent(
+                n.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n <= 64)
+                    .ok_or_else(|| format!("indent: {n:?} is not a number of spaces (0 to 64)"))?,
+            ),
             (name, _) => {
                 return Err(format!(
                     "unknown filter {name:?} (known: {})",
@@ -337,6 +352,11 @@ impl Filter {
             )?)),
             Filter::GoQuote => text(go_quote(string(&value, "goQuote")?)),
             Filter::JsonQuote => text(json_quote(string(&value, "jsonQuote")?)),
+            Filter::Indent(n) => {
+                let pad = " ".repeat(*n);
+                let body = string(&value, "indent")?;
+                text(format!("{pad}{}", body.replace('\n', &format!("\n{pad}"))))
+            }
         }
     }
 }
@@ -415,5 +435,19 @@ mod tests {
             json!("\"\\u003c\"")
         );
         assert!(apply("x | b64", json!(1)).unwrap_err().contains("a number"));
+        // Helm's indent: every line, the empty last one too.
+        assert_eq!(
+            apply("x | indent(\"2\")", json!("a\nb\n")).unwrap(),
+            json!("  a\n  b\n  ")
+        );
+        assert_eq!(apply("x | indent(\"0\")", json!("a")).unwrap(), json!("a"));
+        for bad in [
+            "x | indent(\"-1\")",
+            "x | indent(\"four\")",
+            "x | indent(\"65\")",
+        ] {
+            let err = Expr::parse(bad).unwrap_err();
+            assert!(err.contains("number of spaces"), "{bad}: {err}");
+        }
     }
 }

@@ -313,8 +313,7 @@ impl Component {
                 let object = o.object.as_ref().unwrap_or(&Value::Null);
                 o.into == Destination::Seed
                     && object.get("kind").and_then(Value::as_str) == Some("Deployment")
-                    && object.pointer("/metadata/name").and_then(Value::as_str)
-                        == Some(name.as_str())
+                    && literal_names(o, object, &raw.values).contains(name)
             });
             if !own {
                 return Err(whole(
@@ -644,6 +643,28 @@ impl Component {
             out.extend(rendered.into_iter().map(|v| (object.into, v)));
         }
         Ok(out)
+    }
+}
+
+/// The names an object has whatever the shoot: its `metadata.name` when
+/// written out, or, with `each` over a component value that is a literal list
+/// of strings, the name with `${<as>}` replaced by each item
+/// (`csi-driver-controller-${role}` over `roles: [disk, file]`).
+fn literal_names(o: &ObjectFile, object: &Value, values: &BTreeMap<String, Value>) -> Vec<String> {
+    let Some(name) = object.pointer("/metadata/name").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let Some(each) = &o.each else {
+        return vec![name.to_string()];
+    };
+    let placeholder = format!("${{{}}}", o.as_.as_deref().unwrap_or("item"));
+    match values.get(each.trim()).and_then(Value::as_array) {
+        Some(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|item| name.replace(&placeholder, item))
+            .collect(),
+        None => Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Azure: the Rust of the folder. The CCM's cloud config — YAML `key: value`
 //! lines (provider-azure's `cloud-provider-config` template) with the AAD
 //! credentials inside, or the federated token file with workload identity —
+//! the CSI node plugins' disk config (the same lines without credentials),
 //! the kubelets' ACR configuration, and the `cloudprovider` Secret's keys
 //! (workload-identity ids, or a static Secret completed from the tenant's
 //! service principal Secret in the seed).
@@ -15,7 +16,14 @@ use crate::gardener::ObjectData;
 pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
     "azure",
     &Azure,
-    ["components/cloud-controller-manager.yaml",]
+    [
+        "components/cloud-controller-manager.yaml",
+        "components/csi-driver-controller.yaml",
+        "components/csi-driver-node.yaml",
+        "components/remedy-controller-azure.yaml",
+        "components/allow-egress.yaml",
+        "components/storage-classes.yaml",
+    ]
 );
 
 struct Azure;
@@ -37,6 +45,11 @@ impl ProviderCode for Azure {
                 name: "cloudConfig",
                 about: "{cloudprovider.conf: <YAML key: value lines>}: AAD credentials (or the federated token file), tenant, subscription, cloud, location, resource group, network names, VM type, backoff and rate limits",
                 compute: cloud_config,
+            },
+            CodeValue {
+                name: "diskConfig",
+                about: "{cloudprovider.conf: <YAML key: value lines>}: the CSI node plugins' config, the cloud config's network, VM type and rate-limit lines, tenant and subscription, useInstanceMetadata; no AAD credentials",
+                compute: disk_config,
             },
             CodeValue {
                 name: "kubeletAcrConfig",
@@ -159,7 +172,10 @@ fn ids(inputs: &CodeInput<'_>) -> Result<[String; 3], CodeError> {
     Ok(out)
 }
 
-fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+/// The lines both configs share (provider-azure's `cloud-provider-config-base`):
+/// cloud, location, resource group and network names, VM type, backoff and
+/// rate limits.
+fn base_lines(inputs: &CodeInput<'_>) -> Result<Vec<String>, CodeError> {
     let cp = inputs.cp;
     let empty = Value::Null;
     let infra = cp
@@ -183,7 +199,6 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     let vnet = str_at(Some(infra), "networks.vnet.name").unwrap_or_default();
     let vnet_rg = str_at(Some(infra), "networks.vnet.resourceGroup");
     let zoned = infra.get("zoned").and_then(Value::as_bool).unwrap_or(false);
-    let [client_id, tenant_id, subscription_id] = ids(inputs)?;
     let max_nodes: i64 = inputs
         .shoot
         .shoot
@@ -193,27 +208,15 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
         .iter()
         .map(|w| w.maximum)
         .sum();
-
-    let mut lines: Vec<String> = vec![format!("aadClientId: {}", quoted(&client_id))];
-    if inputs.workload_identity {
-        lines.push(format!("aadFederatedTokenFile: {}", quoted(TOKEN_FILE)));
-        lines.push("useFederatedWorkloadIdentityExtension: true".into());
-    } else {
-        let secret = inputs.required_secret("clientSecret")?;
-        lines.push(format!("aadClientSecret: {}", quoted(secret)));
-    }
-    lines.push(format!("tenantId: {}", quoted(&tenant_id)));
-    lines.push(format!("subscriptionId: {}", quoted(&subscription_id)));
-    lines.push(format!(
-        "cloud: {}",
-        quoted(cloud_of_region(inputs.shoot.region()))
-    ));
-    lines.push(format!("location: {}", quoted(&cp.spec.region)));
-    lines.push(format!("resourceGroup: {}", quoted(resource_group)));
-    lines.push(format!("routeTableName: {}", quoted(&route_table)));
-    lines.push(format!("securityGroupName: {}", quoted(&security_group)));
-    lines.push(format!("subnetName: {}", quoted(&subnet)));
-    lines.push(format!("vnetName: {}", quoted(vnet)));
+    let mut lines = vec![
+        format!("cloud: {}", quoted(cloud_of_region(inputs.shoot.region()))),
+        format!("location: {}", quoted(&cp.spec.region)),
+        format!("resourceGroup: {}", quoted(resource_group)),
+        format!("routeTableName: {}", quoted(&route_table)),
+        format!("securityGroupName: {}", quoted(&security_group)),
+        format!("subnetName: {}", quoted(&subnet)),
+        format!("vnetName: {}", quoted(vnet)),
+    ];
     if let Some(rg) = vnet_rg {
         lines.push(format!("vnetResourceGroup: {}", quoted(rg)));
     }
@@ -241,6 +244,42 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
         "cloudProviderRateLimitBucketWrite: {}",
         max_nodes.max(100)
     ));
+    Ok(lines)
+}
+
+/// `tenantId` and `subscriptionId` (provider-azure's `azure-subscription-info`).
+fn subscription_lines(tenant_id: &str, subscription_id: &str) -> [String; 2] {
+    [
+        format!("tenantId: {}", quoted(tenant_id)),
+        format!("subscriptionId: {}", quoted(subscription_id)),
+    ]
+}
+
+/// The CCM's (and the CSI controllers' and remedy controller's) config: the
+/// AAD credentials, the subscription, then the base lines.
+fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+    let [client_id, tenant_id, subscription_id] = ids(inputs)?;
+    let mut lines: Vec<String> = vec![format!("aadClientId: {}", quoted(&client_id))];
+    if inputs.workload_identity {
+        lines.push(format!("aadFederatedTokenFile: {}", quoted(TOKEN_FILE)));
+        lines.push("useFederatedWorkloadIdentityExtension: true".into());
+    } else {
+        let secret = inputs.required_secret("clientSecret")?;
+        lines.push(format!("aadClientSecret: {}", quoted(secret)));
+    }
+    lines.extend(subscription_lines(&tenant_id, &subscription_id));
+    lines.extend(base_lines(inputs)?);
+    Ok(text_map([(CLOUD_CONFIG_KEY, lines.join("\n"))]))
+}
+
+/// The CSI node plugins' config (Secret `cloud-provider-disk-config`): the
+/// base lines, the subscription and `useInstanceMetadata: true`; no AAD
+/// credentials (the nodes use their instance metadata).
+fn disk_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+    let [_, tenant_id, subscription_id] = ids(inputs)?;
+    let mut lines = base_lines(inputs)?;
+    lines.extend(subscription_lines(&tenant_id, &subscription_id));
+    lines.push("useInstanceMetadata: true".into());
     Ok(text_map([(CLOUD_CONFIG_KEY, lines.join("\n"))]))
 }
 
@@ -261,17 +300,19 @@ fn kubelet_acr_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     }
     let client_id = str_at(infra, "identity.clientID").unwrap_or_default();
     let [_, tenant_id, subscription_id] = ids(inputs)?;
-    let text = [
-        format!("cloud: {}", quoted(cloud_of_region(inputs.shoot.region()))),
-        format!("tenantId: {}", quoted(&tenant_id)),
-        format!("subscriptionId: {}", quoted(&subscription_id)),
+    let mut lines = vec![format!(
+        "cloud: {}",
+        quoted(cloud_of_region(inputs.shoot.region()))
+    )];
+    lines.extend(subscription_lines(&tenant_id, &subscription_id));
+    lines.extend([
         "aadClientId: \"msi\"".to_string(),
         "aadClientSecret: \"msi\"".to_string(),
         "useManagedIdentityExtension: true".to_string(),
         format!("userAssignedIdentityID: {}", quoted(client_id)),
         "useInstanceMetadata: true".to_string(),
-    ]
-    .join("\n");
+    ]);
+    let text = lines.join("\n");
     Ok(Value::String(text))
 }
 

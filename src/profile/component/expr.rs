@@ -53,6 +53,9 @@ pub enum Filter {
     GoQuote,
     /// `jsonQuote`: the string as Go's `json.Marshal` writes it.
     JsonQuote,
+    /// `string`: a scalar as a string (a number or boolean as written, e.g.
+    /// Helm's `quote` of an int64 in a StorageClass parameter).
+    String,
 }
 
 /// The filters, with a line each (for messages and `docs/profiles.md`).
@@ -79,6 +82,10 @@ pub const FILTERS: &[(&str, &str)] = &[
     ),
     ("goQuote", "Go's strconv.Quote (Helm's quote)"),
     ("jsonQuote", "a JSON string as Go's json.Marshal writes it"),
+    (
+        "string",
+        "a scalar as a string: numbers and booleans as written",
+    ),
 ];
 
 impl fmt::Display for Expr {
@@ -223,6 +230,7 @@ impl Parser<'_> {
             ("perKeyChecksum", None) => Filter::PerKeyChecksum,
             ("goQuote", None) => Filter::GoQuote,
             ("jsonQuote", None) => Filter::JsonQuote,
+            ("string", None) => Filter::String,
             (name, _) => {
                 return Err(format!(
                     "unknown filter {name:?} (known: {})",
@@ -337,6 +345,9 @@ impl Filter {
             )?)),
             Filter::GoQuote => text(go_quote(string(&value, "goQuote")?)),
             Filter::JsonQuote => text(json_quote(string(&value, "jsonQuote")?)),
+            Filter::String => text(scalar_text(&value).map_err(|kind| {
+                format!("string: expected a string, number or boolean, got {kind}")
+            })?),
         }
     }
 }
@@ -415,5 +426,13 @@ mod tests {
             json!("\"\\u003c\"")
         );
         assert!(apply("x | b64", json!(1)).unwrap_err().contains("a number"));
+        assert_eq!(apply("x | string", json!(3000)).unwrap(), json!("3000"));
+        assert_eq!(apply("x | string", json!("100Mi")).unwrap(), json!("100Mi"));
+        assert_eq!(apply("x | string", json!(true)).unwrap(), json!("true"));
+        assert!(
+            apply("x | string", Value::Null)
+                .unwrap_err()
+                .contains("got absent")
+        );
     }
 }

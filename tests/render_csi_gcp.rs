@@ -2368,3 +2368,21 @@ fn rendering_is_deterministic_and_places_every_object() {
         assert_eq!(o.namespace, "", "{}/{}", o.kind, o.name);
     }
 }
+
+// ---------------------------------------------------------------- health
+
+#[test]
+fn the_health_checks_cover_upstreams_seed_deployments() {
+    let spec = support::controller::builtin_spec("gcp").expect("gcp");
+    // pkg/controller/healthcheck/add.go: the CCM, the PD controller and the
+    // snapshot controller; ingress-gce only while dual-stack in the spec, which
+    // the unconditional list cannot say (docs/controlplane.md); none for Filestore.
+    assert_eq!(
+        spec.health_deployments(),
+        [
+            "cloud-controller-manager",
+            "csi-driver-controller",
+            "csi-snapshot-controller"
+        ]
+    );
+}

@@ -97,7 +97,10 @@ async fn every_gcp_object_with_every_option_is_accepted_and_the_default_class_is
         ("Deployment", "ingress-gce"),
         ("Deployment", "csi-driver-filestore-controller"),
         ("DaemonSet", "csi-driver-filestore-node"),
-        ("MutatingAdmissionPolicy", "calico-mutating-admission-policy"),
+        (
+            "MutatingAdmissionPolicy",
+            "calico-mutating-admission-policy",
+        ),
         ("StorageClass", "gce-sc-hd-extreme"),
         ("StorageClass", "csi-filestore"),
     ] {

@@ -11,16 +11,13 @@
 //! and the driver the node plugin registers.
 //!
 //! The example ControlPlane itself (options off) is covered by the generic
-//! end-to-end test of every provider. The VolumeSnapshotClass needs the
-//! volume-snapshot CRDs, which every provider takes from one shared place:
-//! this test applies it when the rendered shoot CRDs carry them and says so
-//! otherwise.
+//! end-to-end test of every provider. The VolumeSnapshotClass goes in after
+//! the shared volume-snapshot CRDs of the shoot-crds ManagedResource.
 
 #[path = "support/testbed/mod.rs"]
 mod testbed;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use scion::cli::render::load_render_inputs;
 use scion::profile::{ImageVector, Profile};
@@ -34,7 +31,7 @@ const MANAGER: &str = "gardener-resource-manager";
 
 fn everything_on() -> Rendered {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let (mut cp, mut shoot, credentials) =
+    let (mut cp, shoot, credentials) =
         load_render_inputs(&root.join("examples/objects/gcp"), NS, "control-plane")
             .expect("example inputs");
     cp.spec.provider_config = Some(json!({
@@ -49,6 +46,7 @@ fn everything_on() -> Rendered {
             "hyperDiskExtreme": {"enabled": true, "provisionedIopsOnCreate": 5000},
         },
     }));
+    let mut shoot = (*shoot).clone();
     let s = &mut shoot.shoot;
     s.spec.kubernetes.version = Version::new(1, 35, 4);
     s.spec.kubernetes.kube_api_server = Some(json!({
@@ -113,7 +111,10 @@ async fn every_gcp_object_with_every_option_is_accepted_and_the_default_class_is
     let bed = Testbed::start_with(&[
         ApiServerOptions::named("seed"),
         ApiServerOptions {
+            // A shoot's kube-apiserver allows privileged containers (Gardener
+            // sets --allow-privileged=true): the node plugins are privileged.
             extra_args: vec![
+                "--allow-privileged=true".into(),
                 "--feature-gates=MutatingAdmissionPolicy=true".into(),
                 "--runtime-config=admissionregistration.k8s.io/v1beta1=true".into(),
             ],
@@ -145,25 +146,28 @@ async fn every_gcp_object_with_every_option_is_accepted_and_the_default_class_is
     for crd in &r.shoot_crds {
         shoot.established(&crd.name).await;
     }
-    let snapshot_crds = r
-        .shoot_crds
-        .iter()
-        .any(|c| c.name == "volumesnapshotclasses.snapshot.storage.k8s.io");
-    let shoot_objects: Vec<&DesiredObject> = r
-        .shoot
-        .iter()
-        .chain(
-            r.storage_classes
-                .iter()
-                .filter(|o| snapshot_crds || o.kind != "VolumeSnapshotClass"),
-        )
-        .collect();
+    assert!(
+        r.shoot_crds
+            .iter()
+            .any(|c| c.name == "volumesnapshotclasses.snapshot.storage.k8s.io"),
+        "the shared volume-snapshot CRDs travel with gcp's"
+    );
+    let shoot_objects: Vec<&DesiredObject> = r.shoot.iter().chain(&r.storage_classes).collect();
     apply_all(shoot, &shoot_objects).await;
-    if !snapshot_crds {
-        eprintln!(
-            "VolumeSnapshotClass not applied: the rendered shoot CRDs do not carry the volume-snapshot CRDs yet"
-        );
-    }
+    let snapshot_class = shoot
+        .get(
+            "snapshot.storage.k8s.io/v1",
+            "VolumeSnapshotClass",
+            None,
+            "default",
+        )
+        .await
+        .expect("VolumeSnapshotClass stored");
+    assert_eq!(
+        snapshot_class["metadata"]["annotations"]["snapshot.storage.kubernetes.io/is-default-class"],
+        "true"
+    );
+    assert_eq!(snapshot_class["driver"], "pd.csi.storage.gke.io");
     // The calico policy is served as v1beta1 on this 1.35 API server.
     let policy = shoot
         .get(

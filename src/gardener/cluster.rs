@@ -112,6 +112,9 @@ view! {
         "version" => pub version: Version,
         "kubeControllerManager" => pub kube_controller_manager: KubeControllerManager,
         "verticalPodAutoscaler" => pub vertical_pod_autoscaler: VerticalPodAutoscaler,
+        /// The kube-apiserver's settings (raw: `featureGates`, `runtimeConfig`, …):
+        /// whether an API it serves is enabled.
+        "kubeAPIServer" => pub kube_api_server: Option<Value>,
     }
 }
 
@@ -129,6 +132,7 @@ impl Default for Kubernetes {
             version: Version::new(0, 0, 0),
             kube_controller_manager: KubeControllerManager::default(),
             vertical_pod_autoscaler: VerticalPodAutoscaler::default(),
+            kube_api_server: None,
         }
     }
 }
@@ -181,6 +185,9 @@ view! {
     /// `spec.shoot.spec.networking`: one CIDR per field in the spec.
     #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Networking {
+        /// The networking extension (`calico`, `cilium`); absent for a
+        /// workerless shoot.
+        "type" => pub type_: Option<String>,
         /// `IPv4`, `IPv6`; empty means IPv4.
         "ipFamilies" => pub ip_families: Strings,
         "pods" => pub pods: Strings,

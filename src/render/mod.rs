@@ -457,6 +457,11 @@ impl Roots for RenderRoots<'_> {
                 .kube_controller_manager
                 .node_cidr_mask_size
                 .map_or(Value::Null, Value::from),
+            "networkingType" => net_spec
+                .type_
+                .as_ref()
+                .map_or(Value::Null, |t| Value::String(t.clone())),
+            "kubeAPIServer" => return below(shoot.shoot.spec.kubernetes.kube_api_server.as_ref()),
             other => {
                 debug_assert!(
                     !ROOTS.iter().any(|(r, _)| *r == other),

@@ -57,6 +57,9 @@ pub enum Filter {
     /// each newline in it (a text file inside another, as a chart embeds a
     /// ConfigMap's block in the manifest it checksums).
     Indent(usize),
+    /// `string`: a scalar as a string (a number or boolean as written, e.g.
+    /// Helm's `quote` of an int64 in a StorageClass parameter).
+    String,
 }
 
 /// The filters, with a line each (for messages and `docs/profiles.md`).
@@ -86,6 +89,10 @@ pub const FILTERS: &[(&str, &str)] = &[
     (
         "indent(\"n\")",
         "Helm's indent: n spaces before the text and after each newline",
+    ),
+    (
+        "string",
+        "a scalar as a string: numbers and booleans as written",
     ),
 ];
 
@@ -238,6 +245,7 @@ impl Parser<'_> {
                     .filter(|n| *n <= 64)
                     .ok_or_else(|| format!("indent: {n:?} is not a number of spaces (0 to 64)"))?,
             ),
+            ("string", None) => Filter::String,
             (name, _) => {
                 return Err(format!(
                     "unknown filter {name:?} (known: {})",
@@ -357,6 +365,9 @@ impl Filter {
                 let body = string(&value, "indent")?;
                 text(format!("{pad}{}", body.replace('\n', &format!("\n{pad}"))))
             }
+            Filter::String => text(scalar_text(&value).map_err(|kind| {
+                format!("string: expected a string, number or boolean, got {kind}")
+            })?),
         }
     }
 }
@@ -449,5 +460,13 @@ mod tests {
             let err = Expr::parse(bad).unwrap_err();
             assert!(err.contains("number of spaces"), "{bad}: {err}");
         }
+        assert_eq!(apply("x | string", json!(3000)).unwrap(), json!("3000"));
+        assert_eq!(apply("x | string", json!("100Mi")).unwrap(), json!("100Mi"));
+        assert_eq!(apply("x | string", json!(true)).unwrap(), json!("true"));
+        assert!(
+            apply("x | string", Value::Null)
+                .unwrap_err()
+                .contains("got absent")
+        );
     }
 }

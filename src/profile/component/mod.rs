@@ -168,6 +168,14 @@ pub const ROOTS: &[(&str, &str)] = &[
         "`spec.kubernetes.kubeControllerManager.nodeCIDRMaskSize` (a number, absent when unset)",
     ),
     (
+        "networkingType",
+        "the shoot's `spec.networking.type` (`calico`, `cilium`; absent when unset)",
+    ),
+    (
+        "kubeAPIServer",
+        "the shoot's `spec.kubernetes.kubeAPIServer` (`featureGates`, `runtimeConfig`, …; absent when unset)",
+    ),
+    (
         "code",
         "`code.<name>`: a value the provider folder's Rust computes (the profile's `code`)",
     ),

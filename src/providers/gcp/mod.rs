@@ -1,7 +1,8 @@
-//! GCP: the Rust of the folder. What the CCM's `[Global]` INI names (the
-//! project of the credentials, the network, the zone; the INI itself is a
-//! template in the component, and the credentials are not inside: the CCM
-//! reads them from the mounted `cloudprovider` Secret), workload identity as
+//! GCP: the Rust of the folder. What the `[Global]` INIs of the CCM, ingress-gce
+//! and the CSI controllers name (the project of the credentials, the network, its
+//! subnetworks, the zone; the INIs themselves are templates in the components,
+//! and the credentials are not inside: the pods read them from the mounted
+//! `cloudprovider` Secret), workload identity as
 //! an external-account credentials file, and the `cloudprovider` Secret's
 //! workload-identity keys.
 
@@ -17,6 +18,14 @@ pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
     &Gcp,
     [
         "components/cloud-controller-manager.yaml",
+        "components/csi-driver-controller.yaml",
+        "components/csi-driver-filestore-controller.yaml",
+        "components/ingress-gce.yaml",
+        "components/csi-driver-node.yaml",
+        "components/csi-driver-filestore-node.yaml",
+        "components/calico-mutating-admission-policy.yaml",
+        "components/gke-networking-api.yaml",
+        "components/storageclasses.yaml",
         "files/google-guest-agent.service",
         "files/instance_configs.cfg",
     ]
@@ -32,7 +41,7 @@ impl ProviderCode for Gcp {
     fn values(&self) -> &'static [CodeValue] {
         &[CodeValue {
             name: "network",
-            about: "{projectID, network, subnetwork, zone}: the project of the credentials, the VPC (else the namespace) and internal subnetwork of the infrastructure status, the zone of the ControlPlaneConfig",
+            about: "{projectID, network, subnetwork, subnetworkNodes, zone}: the project of the credentials, the VPC (else the namespace), the internal and the nodes subnetwork of the infrastructure status, the zone of the ControlPlaneConfig",
             compute: network,
         }]
     }
@@ -172,12 +181,21 @@ fn network(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     let network = str_at(Some(infra), "networks.vpc.name")
         .filter(|n| !n.is_empty())
         .unwrap_or(namespace);
-    let subnet = first_with_purpose(infra, "networks.subnets", "internal")
-        .and_then(|s| s.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let subnet = |purpose: &str| {
+        first_with_purpose(infra, "networks.subnets", purpose)
+            .and_then(|s| s.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
 
-    Ok(json!({"projectID": project, "network": network, "subnetwork": subnet, "zone": zone}))
+    // The CCM's config names the internal subnet, ingress-gce's the nodes subnet.
+    Ok(json!({
+        "projectID": project,
+        "network": network,
+        "subnetwork": subnet("internal"),
+        "subnetworkNodes": subnet("nodes"),
+        "zone": zone,
+    }))
 }
 
 #[cfg(test)]

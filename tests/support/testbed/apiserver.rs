@@ -488,27 +488,32 @@ impl ApiServer {
             }
         }
         for name in names {
-            eventually(
-                &format!("CRD {name} established"),
-                Duration::from_secs(60),
-                || async {
-                    let crd = self
-                        .get(
-                            "apiextensions.k8s.io/v1",
-                            "CustomResourceDefinition",
-                            None,
-                            &name,
-                        )
-                        .await?;
-                    crd["status"]["conditions"]
-                        .as_array()?
-                        .iter()
-                        .any(|c| c["type"] == "Established" && c["status"] == "True")
-                        .then_some(())
-                },
-            )
-            .await;
+            self.established(&name).await;
         }
+    }
+
+    /// Wait until the CRD `name` is established (served), at most 60 s.
+    pub async fn established(&self, name: &str) {
+        eventually(
+            &format!("CRD {name} established"),
+            Duration::from_secs(60),
+            || async {
+                let crd = self
+                    .get(
+                        "apiextensions.k8s.io/v1",
+                        "CustomResourceDefinition",
+                        None,
+                        name,
+                    )
+                    .await?;
+                crd["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+                    .then_some(())
+            },
+        )
+        .await;
     }
 
     /// Run the test bed's kubectl against this API server (admin).

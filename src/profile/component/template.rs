@@ -884,6 +884,34 @@ mod tests {
     }
 
     #[test]
+    fn merge_adds_a_maps_entries_and_they_win() {
+        let template = json!({"annotations": {"a": "1", "b": "2", "$merge": "${extra}"}});
+        assert_eq!(
+            render(template.clone(), json!({"extra": {"b": "x", "c": "3"}})).unwrap(),
+            json!({"annotations": {"a": "1", "b": "x", "c": "3"}})
+        );
+        assert_eq!(
+            render(template.clone(), json!({})).unwrap(),
+            json!({"annotations": {"a": "1", "b": "2"}}),
+            "absent merges nothing"
+        );
+        let err = render(template, json!({"extra": ["no"]})).unwrap_err();
+        assert_eq!(
+            (err.field(), err.message.as_str()),
+            ("annotations.$merge".to_string(), "must be a map (or absent), not [\"no\"]")
+        );
+        // Conditions and templates inside the merged node.
+        assert_eq!(
+            render(
+                json!({"m": {"$merge": {"$when": {"workloadIdentity": true}, "$value": {"k-${n}": "v"}, "$else": {}}}}),
+                json!({"n": 1})
+            )
+            .unwrap(),
+            json!({"m": {"k-1": "v"}})
+        );
+    }
+
+    #[test]
     fn items_and_entries_come_and_go_with_their_conditions() {
         let out = render(
             json!({

@@ -8,6 +8,8 @@
 //! ```yaml
 //! name: cloud-controller-manager
 //! shootAccess: [cloud-controller-manager]   # Secrets shoot-access-<name>, written directly
+//! health:                                   # seed Deployments that join ControlPlaneHealthy
+//!   deployments: [cloud-controller-manager]
 //! values:                                   # named values, used as ${name}
 //!   labels: {app: kubernetes, role: cloud-controller-manager}
 //! objects:
@@ -186,6 +188,11 @@ pub struct Component {
     /// Named values, by name.
     pub values: BTreeMap<String, Node>,
     pub objects: Vec<ObjectTemplate>,
+    /// The seed Deployments (in the shoot namespace) whose health joins the
+    /// `ControlPlaneHealthy` condition, as upstream's
+    /// `pkg/controller/healthcheck/add.go` lists them; each is one of the
+    /// component's own `into: seed` Deployments.
+    pub health_deployments: Vec<String>,
 }
 
 /// One object (or, with `each`, several) of a component.
@@ -210,7 +217,17 @@ struct ComponentFile {
     shoot_access: Vec<String>,
     #[serde(default)]
     values: BTreeMap<String, Value>,
+    #[serde(default)]
+    health: HealthFile,
     objects: Vec<ObjectFile>,
+}
+
+/// `health:` of a component file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HealthFile {
+    #[serde(default)]
+    deployments: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -281,6 +298,26 @@ impl Component {
                 ));
             }
         }
+        for (i, name) in raw.health.deployments.iter().enumerate() {
+            let field = format!("health.deployments[{i}]");
+            if raw.health.deployments[..i].contains(name) {
+                return Err(whole(field, format!("{name:?} is listed twice")));
+            }
+            let own = raw.objects.iter().any(|o| {
+                o.into == Destination::Seed
+                    && o.object.get("kind").and_then(Value::as_str) == Some("Deployment")
+                    && o.object.pointer("/metadata/name").and_then(Value::as_str)
+                        == Some(name.as_str())
+            });
+            if !own {
+                return Err(whole(
+                    field,
+                    format!(
+                        "{name:?} is not a Deployment of this component (an object `into: seed`, kind Deployment, metadata.name {name:?})"
+                    ),
+                ));
+            }
+        }
         let mut values = BTreeMap::new();
         for (name, v) in &raw.values {
             if !template::is_name(name) || ROOTS.iter().any(|(r, _)| r == name) {
@@ -347,6 +384,7 @@ impl Component {
             shoot_access: raw.shoot_access,
             values,
             objects,
+            health_deployments: raw.health.deployments,
         };
         component.check(known)?;
         Ok(component)

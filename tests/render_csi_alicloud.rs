@@ -151,7 +151,10 @@ fn the_plugin_controller_is_upstreams() {
         ])
     );
     assert_eq!(plugin["imagePullPolicy"], "IfNotPresent");
-    assert_eq!(plugin["resources"], json!({"requests": {"cpu": "20m", "memory": "50Mi"}}));
+    assert_eq!(
+        plugin["resources"],
+        json!({"requests": {"cpu": "20m", "memory": "50Mi"}})
+    );
     assert_eq!(
         plugin["ports"],
         json!([{"containerPort": 80}, {"name": "healthz", "containerPort": 9808, "protocol": "TCP"}])
@@ -203,7 +206,10 @@ fn the_plugin_controller_is_upstreams() {
             "--kube-api-burst=200"
         ]
     );
-    assert_eq!(provisioner["env"][1], json!({"name": "POD_NAMESPACE", "value": "kube-system"}));
+    assert_eq!(
+        provisioner["env"][1],
+        json!({"name": "POD_NAMESPACE", "value": "kube-system"})
+    );
     assert_eq!(
         strings(&container(d, "alicloud-csi-snapshotter")["args"]),
         [
@@ -230,7 +236,10 @@ fn the_plugin_controller_is_upstreams() {
             "--kube-api-burst=200"
         ]
     );
-    assert_eq!(resizer["env"], json!([{"name": "ADDRESS", "value": format!("{PLUG}/csi.sock")}]));
+    assert_eq!(
+        resizer["env"],
+        json!([{"name": "ADDRESS", "value": format!("{PLUG}/csi.sock")}])
+    );
     assert_eq!(
         strings(&container(d, "alicloud-csi-liveness-probe")["args"]),
         [format!("--csi-address={PLUG}/csi.sock")]
@@ -243,9 +252,20 @@ fn the_plugin_controller_is_upstreams() {
         ("alicloud-csi-liveness-probe", "11m", "32Mi"),
     ] {
         let c = container(d, name);
-        assert_eq!(c["resources"], json!({"requests": {"cpu": cpu, "memory": memory}}), "{name}");
-        assert!(c.get("imagePullPolicy").is_none(), "only the plugin sets it: {name}");
-        assert_eq!(c["securityContext"], json!({"allowPrivilegeEscalation": false}), "{name}");
+        assert_eq!(
+            c["resources"],
+            json!({"requests": {"cpu": cpu, "memory": memory}}),
+            "{name}"
+        );
+        assert!(
+            c.get("imagePullPolicy").is_none(),
+            "only the plugin sets it: {name}"
+        );
+        assert_eq!(
+            c["securityContext"],
+            json!({"allowPrivilegeEscalation": false}),
+            "{name}"
+        );
     }
     let volumes = &pod["spec"]["volumes"];
     assert_eq!(
@@ -271,14 +291,26 @@ fn the_plugin_controller_is_upstreams() {
 fn the_ad_controller_switch_sets_the_env_on_both_plugins() {
     for enabled in [None, Some(false)] {
         let r = render(&with_ad_controller(enabled), &credentials());
-        let plugin = container(object(&r, "Deployment", "csi-plugin-controller"), "alicloud-csi-diskplugin");
+        let plugin = container(
+            object(&r, "Deployment", "csi-plugin-controller"),
+            "alicloud-csi-diskplugin",
+        );
         assert_eq!(plugin["env"][0]["name"], "CSI_ENDPOINT", "{enabled:?}");
-        let node = container(object(&r, "DaemonSet", "csi-disk-plugin-alicloud"), "csi-diskplugin");
+        let node = container(
+            object(&r, "DaemonSet", "csi-disk-plugin-alicloud"),
+            "csi-diskplugin",
+        );
         assert_eq!(node["env"][0]["name"], "CSI_ENDPOINT", "{enabled:?}");
     }
     let r = rendered();
-    let node = container(object(&r, "DaemonSet", "csi-disk-plugin-alicloud"), "csi-diskplugin");
-    assert_eq!(node["env"][0], json!({"name": "DISK_AD_CONTROLLER", "value": "true"}));
+    let node = container(
+        object(&r, "DaemonSet", "csi-disk-plugin-alicloud"),
+        "csi-diskplugin",
+    );
+    assert_eq!(
+        node["env"][0],
+        json!({"name": "DISK_AD_CONTROLLER", "value": "true"})
+    );
 }
 
 #[test]
@@ -312,7 +344,10 @@ fn the_snapshot_controller_vpas_and_pdbs_are_upstreams() {
             "--kube-api-burst=200"
         ]
     );
-    assert_eq!(c["resources"], json!({"requests": {"cpu": "11m", "memory": "32Mi"}}));
+    assert_eq!(
+        c["resources"],
+        json!({"requests": {"cpu": "11m", "memory": "32Mi"}})
+    );
     let vpa = object(&r, "VerticalPodAutoscaler", "csi-plugin-controller-vpa");
     assert_eq!(vpa["spec"]["updatePolicy"]["updateMode"], "Recreate");
     let policies: Vec<&str> = vpa["spec"]["resourcePolicy"]["containerPolicies"]
@@ -320,7 +355,11 @@ fn the_snapshot_controller_vpas_and_pdbs_are_upstreams() {
         .expect("policies")
         .iter()
         .map(|p| {
-            assert_eq!(p.as_object().expect("policy").len(), 2, "no controlledResources");
+            assert_eq!(
+                p.as_object().expect("policy").len(),
+                2,
+                "no controlledResources"
+            );
             p["containerName"].as_str().expect("name")
         })
         .collect();
@@ -341,7 +380,10 @@ fn the_snapshot_controller_vpas_and_pdbs_are_upstreams() {
         json!([{"containerName": "alicloud-csi-snapshot-controller", "controlledValues": "RequestsOnly"}])
     );
     let pdb = object(&r, "PodDisruptionBudget", "csi-plugin-controller");
-    assert_eq!(pdb["metadata"]["labels"], json!({"app": "kubernetes", "role": "csi-plugin-controller"}));
+    assert_eq!(
+        pdb["metadata"]["labels"],
+        json!({"app": "kubernetes", "role": "csi-plugin-controller"})
+    );
     assert_eq!(pdb["spec"]["maxUnavailable"], 1);
     assert_eq!(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
     let pdb = object(&r, "PodDisruptionBudget", "csi-snapshot-controller");
@@ -359,10 +401,23 @@ fn the_snapshot_controller_vpas_and_pdbs_are_upstreams() {
 
 #[test]
 fn both_controllers_follow_hibernation() {
-    let down = render_builtin(&with_ad_controller(None), &shoot(true), Some(&credentials()), Some(0))
-        .expect("renders");
-    for name in ["cloud-controller-manager", "csi-plugin-controller", "csi-snapshot-controller"] {
-        assert_eq!(object(&down, "Deployment", name)["spec"]["replicas"], 0, "{name}");
+    let down = render_builtin(
+        &with_ad_controller(None),
+        &shoot(true),
+        Some(&credentials()),
+        Some(0),
+    )
+    .expect("renders");
+    for name in [
+        "cloud-controller-manager",
+        "csi-plugin-controller",
+        "csi-snapshot-controller",
+    ] {
+        assert_eq!(
+            object(&down, "Deployment", name)["spec"]["replicas"],
+            0,
+            "{name}"
+        );
     }
 }
 
@@ -402,7 +457,10 @@ fn the_node_plugin_and_its_secret_are_upstreams() {
         ds["metadata"]["labels"],
         json!({"origin": "gardener", "app": "csi-disk-plugin-alicloud", "node.gardener.cloud/critical-component": "true"})
     );
-    assert_eq!(ds["spec"]["selector"]["matchLabels"], json!({"app": "csi-disk-plugin-alicloud"}));
+    assert_eq!(
+        ds["spec"]["selector"]["matchLabels"],
+        json!({"app": "csi-disk-plugin-alicloud"})
+    );
     let manifest = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: csi-diskplugin-alicloud\n  namespace: kube-system\ndata:\n  credentialsFile: YmF6\ntype: Opaque\n";
     let pod = &ds["spec"]["template"];
     assert_eq!(
@@ -426,9 +484,18 @@ fn the_node_plugin_and_its_secret_are_upstreams() {
     );
     let init = &pod["spec"]["initContainers"][0];
     assert_eq!(init["name"], "init");
-    assert_eq!(init["image"], "registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3-init");
-    assert_eq!(init["securityContext"], json!({"privileged": true, "allowPrivilegeEscalation": true}));
-    assert_eq!(init["resources"], json!({"requests": {"cpu": "100m", "memory": "128Mi"}}));
+    assert_eq!(
+        init["image"],
+        "registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3-init"
+    );
+    assert_eq!(
+        init["securityContext"],
+        json!({"privileged": true, "allowPrivilegeEscalation": true})
+    );
+    assert_eq!(
+        init["resources"],
+        json!({"requests": {"cpu": "100m", "memory": "128Mi"}})
+    );
     assert_eq!(
         names(&pod["spec"]["containers"]),
         ["driver-registrar", "csi-diskplugin", "csi-liveness-probe"]
@@ -436,16 +503,30 @@ fn the_node_plugin_and_its_secret_are_upstreams() {
     let registrar = container(ds, "driver-registrar");
     assert_eq!(
         strings(&registrar["args"]),
-        ["--v=5", "--csi-address=/csi/csi.sock", format!("--kubelet-registration-path={PLUG}/csi.sock").as_str()]
+        [
+            "--v=5",
+            "--csi-address=/csi/csi.sock",
+            format!("--kubelet-registration-path={PLUG}/csi.sock").as_str()
+        ]
     );
     assert_eq!(
         registrar["lifecycle"]["preStop"]["exec"]["command"],
-        json!(["/bin/sh", "-c", "rm -rf /registration/diskplugin.csi.alibabacloud.com /registration/diskplugin.csi.alibabacloud.com-reg.sock"])
+        json!([
+            "/bin/sh",
+            "-c",
+            "rm -rf /registration/diskplugin.csi.alibabacloud.com /registration/diskplugin.csi.alibabacloud.com-reg.sock"
+        ])
     );
     let plugin = container(ds, "csi-diskplugin");
-    assert_eq!(strings(&plugin["args"]), ["--endpoint=$(CSI_ENDPOINT)", "--v=5"]);
+    assert_eq!(
+        strings(&plugin["args"]),
+        ["--endpoint=$(CSI_ENDPOINT)", "--v=5"]
+    );
     assert_eq!(plugin["securityContext"], json!({"privileged": true}));
-    assert_eq!(plugin["resources"], json!({"requests": {"cpu": "12m", "memory": "40Mi"}}));
+    assert_eq!(
+        plugin["resources"],
+        json!({"requests": {"cpu": "12m", "memory": "40Mi"}})
+    );
     assert_eq!(
         plugin["env"][3],
         json!({"name": "KUBE_NODE_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}})
@@ -497,25 +578,53 @@ fn the_rbac_is_named_as_upstreams() {
     let sa = object(&r, "ServiceAccount", "csi-disk-plugin-alicloud");
     assert_eq!(sa["automountServiceAccountToken"], false);
     assert_eq!(
-        r.shoot.iter().filter(|o| o.kind == "ServiceAccount").count(),
+        r.shoot
+            .iter()
+            .filter(|o| o.kind == "ServiceAccount")
+            .count(),
         1,
         "the sidecars' accounts come from the token requestor"
     );
-    let plugin = object(&r, "ClusterRole", &format!("{e}:kube-system:csi-disk-plugin-alicloud"));
+    let plugin = object(
+        &r,
+        "ClusterRole",
+        &format!("{e}:kube-system:csi-disk-plugin-alicloud"),
+    );
     assert_eq!(
         plugin["rules"][0],
         json!({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "update", "patch"]})
     );
-    let binding = object(&r, "ClusterRoleBinding", &format!("{e}:csi-disk-plugin-alicloud"));
-    assert_eq!(binding["roleRef"]["name"], format!("{e}:kube-system:csi-disk-plugin-alicloud"));
+    let binding = object(
+        &r,
+        "ClusterRoleBinding",
+        &format!("{e}:csi-disk-plugin-alicloud"),
+    );
+    assert_eq!(
+        binding["roleRef"]["name"],
+        format!("{e}:kube-system:csi-disk-plugin-alicloud")
+    );
     let role = object(&r, "Role", "csi-controller-ali-plugin");
     assert_eq!(
         role["rules"],
         json!([{"apiGroups": [""], "resources": ["configmaps", "nodes"], "verbs": ["get"]}])
     );
-    object(&r, "ClusterRole", &format!("{e}:kube-system:csi-controller-ali-plugin"));
-    object(&r, "ClusterRoleBinding", &format!("{e}:csi-controller-ali-plugin"));
-    for name in ["csi-attacher", "csi-provisioner", "csi-resizer", "csi-snapshotter", "csi-snapshot-controller"] {
+    object(
+        &r,
+        "ClusterRole",
+        &format!("{e}:kube-system:csi-controller-ali-plugin"),
+    );
+    object(
+        &r,
+        "ClusterRoleBinding",
+        &format!("{e}:csi-controller-ali-plugin"),
+    );
+    for name in [
+        "csi-attacher",
+        "csi-provisioner",
+        "csi-resizer",
+        "csi-snapshotter",
+        "csi-snapshot-controller",
+    ] {
         object(&r, "ClusterRole", &format!("{e}:kube-system:{name}"));
         let binding = object(&r, "ClusterRoleBinding", &format!("{e}:{name}"));
         assert_eq!(
@@ -539,7 +648,11 @@ fn the_rbac_is_named_as_upstreams() {
     assert_eq!(rules("csi-resizer"), 4);
     assert_eq!(rules("csi-snapshotter"), 13);
     assert_eq!(rules("csi-provisioner"), 10);
-    let provisioner = object(&r, "ClusterRole", &format!("{e}:kube-system:csi-provisioner"));
+    let provisioner = object(
+        &r,
+        "ClusterRole",
+        &format!("{e}:kube-system:csi-provisioner"),
+    );
     assert_eq!(
         provisioner["rules"][9],
         json!({"apiGroups": ["storage.k8s.io"], "resources": ["volumeattributesclasses"], "verbs": ["get"]})
@@ -584,15 +697,42 @@ fn images_have_no_version_constraint() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
         };
         for (name, image) in [
-            ("csi-plugin-alicloud", "registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3"),
-            ("csi-plugin-alicloud-init", "registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3-init"),
-            ("csi-attacher", "registry.k8s.io/sig-storage/csi-attacher:v4.10.0"),
-            ("csi-provisioner", "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0"),
-            ("csi-snapshotter", "registry.k8s.io/sig-storage/csi-snapshotter:v8.4.0"),
-            ("csi-snapshot-controller", "registry.k8s.io/sig-storage/snapshot-controller:v8.4.0"),
-            ("csi-resizer", "registry.k8s.io/sig-storage/csi-resizer:v1.14.0"),
-            ("csi-liveness-probe", "registry.k8s.io/sig-storage/livenessprobe:v2.17.0"),
-            ("csi-node-driver-registrar", "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0"),
+            (
+                "csi-plugin-alicloud",
+                "registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3",
+            ),
+            (
+                "csi-plugin-alicloud-init",
+                "registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3-init",
+            ),
+            (
+                "csi-attacher",
+                "registry.k8s.io/sig-storage/csi-attacher:v4.10.0",
+            ),
+            (
+                "csi-provisioner",
+                "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0",
+            ),
+            (
+                "csi-snapshotter",
+                "registry.k8s.io/sig-storage/csi-snapshotter:v8.4.0",
+            ),
+            (
+                "csi-snapshot-controller",
+                "registry.k8s.io/sig-storage/snapshot-controller:v8.4.0",
+            ),
+            (
+                "csi-resizer",
+                "registry.k8s.io/sig-storage/csi-resizer:v1.14.0",
+            ),
+            (
+                "csi-liveness-probe",
+                "registry.k8s.io/sig-storage/livenessprobe:v2.17.0",
+            ),
+            (
+                "csi-node-driver-registrar",
+                "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0",
+            ),
         ] {
             assert_eq!(find(name), image, "1.{minor}");
         }
@@ -625,8 +765,34 @@ fn imagevector_overwrite_replaces_the_plugin_image() {
         .env_remove("SCION_PROVIDER_DIR")
         .output()
         .expect("scion runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    assert_eq!(text.matches("image: example.com/csi-plugin:v2").count(), 2, "controller and node");
+    assert_eq!(
+        text.matches("image: example.com/csi-plugin:v2").count(),
+        2,
+        "controller and node"
+    );
     assert!(text.contains("image: registry.eu-central-1.aliyuncs.com/acs/csi-plugin:v1.34.3-init"));
+}
+
+#[test]
+fn health_joins_the_ccm_and_both_csi_controllers() {
+    let profile = scion::profile::Profile::builtin("alicloud").expect("alicloud");
+    let mut declared = profile
+        .control_plane()
+        .expect("controlPlane")
+        .health_deployments();
+    declared.sort();
+    assert_eq!(
+        declared,
+        [
+            "cloud-controller-manager",
+            "csi-plugin-controller",
+            "csi-snapshot-controller"
+        ]
+    );
 }

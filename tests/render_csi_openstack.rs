@@ -71,7 +71,10 @@ fn shoot(minor: u64, hibernated: bool) -> ShootContext {
     s.shoot.spec.hibernation.enabled = hibernated;
     s.shoot.status.technical_id = Some("shoot--dev--test".into());
     s.shoot.spec.networking.pods = scion::gardener::view::Strings(vec!["100.96.0.0/11".into()]);
-    for (name, zones) in [("pool-a", ["zone2", "zone1"]), ("pool-b", ["zone1", "zone2"])] {
+    for (name, zones) in [
+        ("pool-a", ["zone2", "zone1"]),
+        ("pool-b", ["zone1", "zone2"]),
+    ] {
         let mut w = scion::gardener::cluster::Worker {
             name: name.into(),
             ..Default::default()
@@ -84,14 +87,15 @@ fn shoot(minor: u64, hibernated: bool) -> ShootContext {
         "kind": "InfrastructureConfig",
         "networks": {"workers": "10.250.0.0/16"},
     }));
-    s.cloud_profile.spec.provider_config = scion::gardener::cluster::CloudProfileConfig(Some(json!({
-        "keystoneURL": "someurl",
-        "rescanBlockStorageOnResize": true,
-        "ignoreVolumeAZ": true,
-        "nodeVolumeAttachLimit": 25,
-        "requestTimeout": "5m",
-        "dhcpDomain": "dhcp-domain",
-    })));
+    s.cloud_profile.spec.provider_config =
+        scion::gardener::cluster::CloudProfileConfig(Some(json!({
+            "keystoneURL": "someurl",
+            "rescanBlockStorageOnResize": true,
+            "ignoreVolumeAZ": true,
+            "nodeVolumeAttachLimit": 25,
+            "requestTimeout": "5m",
+            "dhcpDomain": "dhcp-domain",
+        })));
     s
 }
 
@@ -117,7 +121,9 @@ fn rendered() -> Rendered {
 }
 
 fn decoded(obj: &Value, key: &str) -> String {
-    let text = obj["data"][key].as_str().unwrap_or_else(|| panic!("data {key}"));
+    let text = obj["data"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("data {key}"));
     String::from_utf8(
         base64::engine::general_purpose::STANDARD
             .decode(text)
@@ -204,12 +210,19 @@ fn the_request_timeout_is_printed_as_go_prints_a_duration() {
     let r = render(&plain_cp(), &s).expect("renders");
     for name in ["cloud-provider-config", "cloud-provider-disk-config-csi"] {
         let text = decoded(object(&r, "Secret", name), "cloudprovider.conf");
-        assert!(text.contains("\n[Metadata]\nrequest-timeout=1m0s\n"), "{name}: {text}");
+        assert!(
+            text.contains("\n[Metadata]\nrequest-timeout=1m0s\n"),
+            "{name}: {text}"
+        );
     }
-    s.cloud_profile.spec.provider_config =
-        scion::gardener::cluster::CloudProfileConfig(Some(json!({"keystoneURL": "u", "requestTimeout": "soon"})));
+    s.cloud_profile.spec.provider_config = scion::gardener::cluster::CloudProfileConfig(Some(
+        json!({"keystoneURL": "u", "requestTimeout": "soon"}),
+    ));
     let err = render(&plain_cp(), &s).unwrap_err().to_string();
-    assert!(err.contains("requestTimeout: time: invalid duration \"soon\""), "{err}");
+    assert!(
+        err.contains("requestTimeout: time: invalid duration \"soon\""),
+        "{err}"
+    );
 }
 
 #[test]
@@ -223,7 +236,10 @@ fn the_cinder_controller_deployment_is_upstreams() {
     );
     assert_eq!(d["spec"]["replicas"], 1);
     assert_eq!(d["spec"]["revisionHistoryLimit"], 1);
-    assert_eq!(d["spec"]["selector"]["matchLabels"], json!({"app": "csi", "role": "controller"}));
+    assert_eq!(
+        d["spec"]["selector"]["matchLabels"],
+        json!({"app": "csi", "role": "controller"})
+    );
     assert_eq!(
         d["spec"]["strategy"],
         json!({"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}, "type": "RollingUpdate"})
@@ -275,7 +291,10 @@ fn the_cinder_controller_deployment_is_upstreams() {
         json!([{"name": "CSI_ENDPOINT", "value": "unix:///var/lib/csi/sockets/pluginproxy/csi.sock"}])
     );
     assert_eq!(driver["resources"], json!({"requests": {"memory": "50Mi"}}));
-    assert_eq!(driver["ports"], json!([{"name": "healthz", "containerPort": 9808, "protocol": "TCP"}]));
+    assert_eq!(
+        driver["ports"],
+        json!([{"name": "healthz", "containerPort": 9808, "protocol": "TCP"}])
+    );
     assert_eq!(
         driver["livenessProbe"],
         json!({"httpGet": {"path": "/healthz", "port": "healthz"}, "initialDelaySeconds": 10, "timeoutSeconds": 3, "periodSeconds": 10, "failureThreshold": 5})
@@ -364,7 +383,11 @@ fn the_cinder_controller_deployment_is_upstreams() {
         ("openstack-csi-liveness-probe", "32Mi"),
     ] {
         let c = container(d, name);
-        assert_eq!(c["resources"], json!({"requests": {"memory": memory}}), "{name}");
+        assert_eq!(
+            c["resources"],
+            json!({"requests": {"memory": memory}}),
+            "{name}"
+        );
         assert_eq!(
             c["imagePullPolicy"].as_str(),
             (name != "openstack-csi-liveness-probe").then_some("IfNotPresent"),
@@ -381,7 +404,10 @@ fn the_cinder_controller_deployment_is_upstreams() {
     }
     let liveness = container(d, "openstack-csi-liveness-probe");
     assert_eq!(strings(&liveness["args"]), ["--csi-address=/csi/csi.sock"]);
-    assert_eq!(liveness["volumeMounts"], json!([{"name": "socket-dir", "mountPath": "/csi"}]));
+    assert_eq!(
+        liveness["volumeMounts"],
+        json!([{"name": "socket-dir", "mountPath": "/csi"}])
+    );
     let volumes = &pod["spec"]["volumes"];
     assert_eq!(
         names(volumes),
@@ -403,7 +429,10 @@ fn the_cinder_controller_deployment_is_upstreams() {
             {"secret": {"items": [{"key": "token", "path": "token"}], "name": "shoot-access-csi-provisioner", "optional": false}},
         ]})
     );
-    assert_eq!(volumes[6]["secret"], json!({"secretName": "cloud-provider-disk-config-csi"}));
+    assert_eq!(
+        volumes[6]["secret"],
+        json!({"secretName": "cloud-provider-disk-config-csi"})
+    );
     assert_eq!(volumes[7]["hostPath"], json!({"path": "/etc/ssl"}));
 }
 
@@ -411,12 +440,17 @@ fn the_cinder_controller_deployment_is_upstreams() {
 fn the_vpas_and_pdbs_are_upstreams() {
     let r = rendered();
     let vpa = object(&r, "VerticalPodAutoscaler", "csi-driver-controller-vpa");
-    assert_eq!(vpa["spec"]["updatePolicy"]["updateMode"], "InPlaceOrRecreate");
+    assert_eq!(
+        vpa["spec"]["updatePolicy"]["updateMode"],
+        "InPlaceOrRecreate"
+    );
     assert_eq!(
         vpa["spec"]["targetRef"],
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "csi-driver-controller"})
     );
-    let policies = vpa["spec"]["resourcePolicy"]["containerPolicies"].as_array().expect("policies");
+    let policies = vpa["spec"]["resourcePolicy"]["containerPolicies"]
+        .as_array()
+        .expect("policies");
     assert_eq!(policies.len(), 6);
     assert_eq!(
         policies[0],
@@ -438,7 +472,9 @@ fn the_vpas_and_pdbs_are_upstreams() {
         json!({"app": "csi-snapshot-controller", "role": "controller"})
     );
     assert!(
-        !r.all().iter().any(|o| o.kind == "ServiceMonitor" && o.name.contains("csi")),
+        !r.all()
+            .iter()
+            .any(|o| o.kind == "ServiceMonitor" && o.name.contains("csi")),
         "no ServiceMonitor for the openstack CSI controller"
     );
 }
@@ -481,12 +517,25 @@ fn the_snapshot_controller_is_upstreams() {
 #[test]
 fn replicas_follow_hibernation_as_the_ccms() {
     let hibernated = shoot(32, true);
-    let down = render_builtin(&plain_cp(), &hibernated, Some(&credentials()), Some(0)).expect("renders");
-    for name in ["cloud-controller-manager", "csi-driver-controller", "csi-snapshot-controller"] {
-        assert_eq!(object(&down, "Deployment", name)["spec"]["replicas"], 0, "{name}");
+    let down =
+        render_builtin(&plain_cp(), &hibernated, Some(&credentials()), Some(0)).expect("renders");
+    for name in [
+        "cloud-controller-manager",
+        "csi-driver-controller",
+        "csi-snapshot-controller",
+    ] {
+        assert_eq!(
+            object(&down, "Deployment", name)["spec"]["replicas"],
+            0,
+            "{name}"
+        );
     }
-    let running = render_builtin(&plain_cp(), &hibernated, Some(&credentials()), Some(1)).expect("renders");
-    assert_eq!(object(&running, "Deployment", "csi-driver-controller")["spec"]["replicas"], 1);
+    let running =
+        render_builtin(&plain_cp(), &hibernated, Some(&credentials()), Some(1)).expect("renders");
+    assert_eq!(
+        object(&running, "Deployment", "csi-driver-controller")["spec"]["replicas"],
+        1
+    );
 }
 
 #[test]
@@ -509,7 +558,10 @@ fn the_shoot_access_secrets_are_the_ccms_and_the_sidecars() {
         s["metadata"]["annotations"]["serviceaccount.resources.gardener.cloud/name"],
         "csi-snapshot-controller"
     );
-    assert_eq!(s["metadata"]["labels"]["resources.gardener.cloud/purpose"], "token-requestor");
+    assert_eq!(
+        s["metadata"]["labels"]["resources.gardener.cloud/purpose"],
+        "token-requestor"
+    );
 }
 
 #[test]
@@ -543,10 +595,17 @@ fn the_node_plugin_is_upstreams() {
     assert!(pod["spec"].get("serviceAccountName").is_none());
     assert_eq!(pod["spec"]["hostNetwork"], true);
     assert_eq!(pod["spec"]["priorityClassName"], "system-node-critical");
-    assert_eq!(pod["spec"]["securityContext"], json!({"seccompProfile": {"type": "RuntimeDefault"}}));
+    assert_eq!(
+        pod["spec"]["securityContext"],
+        json!({"seccompProfile": {"type": "RuntimeDefault"}})
+    );
     assert_eq!(
         names(&pod["spec"]["containers"]),
-        ["csi-driver", "csi-node-driver-registrar", "csi-liveness-probe"]
+        [
+            "csi-driver",
+            "csi-node-driver-registrar",
+            "csi-liveness-probe"
+        ]
     );
     let driver = container(ds, "csi-driver");
     assert_eq!(
@@ -565,12 +624,18 @@ fn the_node_plugin_is_upstreams() {
             "--provide-controller-service=false",
         ]
     );
-    assert_eq!(driver["env"][0], json!({"name": "CSI_ENDPOINT", "value": "unix:///csi/csi.sock"}));
+    assert_eq!(
+        driver["env"][0],
+        json!({"name": "CSI_ENDPOINT", "value": "unix:///csi/csi.sock"})
+    );
     assert_eq!(
         driver["securityContext"],
         json!({"privileged": true, "capabilities": {"add": ["SYS_ADMIN"]}, "allowPrivilegeEscalation": true})
     );
-    assert_eq!(driver["volumeMounts"][0]["mountPropagation"], "Bidirectional");
+    assert_eq!(
+        driver["volumeMounts"][0]["mountPropagation"],
+        "Bidirectional"
+    );
     let registrar = container(ds, "csi-node-driver-registrar");
     assert_eq!(
         registrar["env"],
@@ -581,7 +646,13 @@ fn the_node_plugin_is_upstreams() {
     );
     assert_eq!(
         names(&pod["spec"]["volumes"]),
-        ["kubelet-dir", "plugin-dir", "registration-dir", "device-dir", "cloud-provider-config"]
+        [
+            "kubelet-dir",
+            "plugin-dir",
+            "registration-dir",
+            "device-dir",
+            "cloud-provider-config"
+        ]
     );
     assert_eq!(
         pod["spec"]["volumes"][1]["hostPath"],
@@ -602,8 +673,15 @@ fn the_node_config_without_the_cloud_profile_flags() {
     s.cloud_profile.spec.provider_config =
         scion::gardener::cluster::CloudProfileConfig(Some(json!({"keystoneURL": "u"})));
     let r = render(&plain_cp(), &s).expect("renders");
-    let secret = r.shoot.iter().find(|o| o.name == "cloud-provider-config").expect("node config");
-    assert_eq!(decoded(&secret.object, "cloudprovider.conf"), "[BlockStorage]\nrescan-on-resize=false");
+    let secret = r
+        .shoot
+        .iter()
+        .find(|o| o.name == "cloud-provider-config")
+        .expect("node config");
+    assert_eq!(
+        decoded(&secret.object, "cloudprovider.conf"),
+        "[BlockStorage]\nrescan-on-resize=false"
+    );
 }
 
 #[test]
@@ -653,7 +731,13 @@ fn the_rbac_is_named_and_scoped_as_upstreams() {
         driver_binding["subjects"],
         json!([{"kind": "ServiceAccount", "name": "csi-driver-node", "namespace": "kube-system"}])
     );
-    for sa in ["csi-attacher", "csi-provisioner", "csi-resizer", "csi-snapshot-controller", "csi-snapshotter"] {
+    for sa in [
+        "csi-attacher",
+        "csi-provisioner",
+        "csi-resizer",
+        "csi-snapshot-controller",
+        "csi-snapshotter",
+    ] {
         let binding = object(&r, "ClusterRoleBinding", &format!("{prefix}{sa}"));
         assert_eq!(binding["subjects"][0]["name"], sa);
         let role = r
@@ -664,10 +748,15 @@ fn the_rbac_is_named_and_scoped_as_upstreams() {
         assert_eq!(role.namespace, "kube-system");
         assert_eq!(role.object["rules"][0]["resources"], json!(["leases"]));
         let rb = object(&r, "RoleBinding", &format!("{prefix}{sa}"));
-        assert_eq!(rb["roleRef"], json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("{prefix}{sa}")}));
+        assert_eq!(
+            rb["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": format!("{prefix}{sa}")})
+        );
     }
     assert!(
-        !r.all().iter().any(|o| o.name.contains("csi-driver") && o.kind == "Role" && o.name.ends_with(":csi-driver")),
+        !r.all().iter().any(|o| o.name.contains("csi-driver")
+            && o.kind == "Role"
+            && o.name.ends_with(":csi-driver")),
         "no Role for the node driver"
     );
 }
@@ -713,15 +802,17 @@ fn the_default_storage_classes_and_the_snapshot_class() {
 #[test]
 fn the_cloud_profiles_storage_classes_replace_the_defaults() {
     let mut s = shoot(32, false);
-    s.cloud_profile.spec.provider_config = scion::gardener::cluster::CloudProfileConfig(Some(json!({
-        "keystoneURL": "u",
-        "storageClasses": [
-            {"name": "fast", "default": true, "annotations": {"a": "b"}, "labels": {"l": "v"},
-             "parameters": {"type": "perf0", "availability": "eu01-m"}, "reclaimPolicy": "Retain",
-             "volumeBindingMode": "Immediate"},
-            {"name": "other", "provisioner": "other.csi.example.com", "default": false},
-        ],
-    })));
+    s.cloud_profile.spec.provider_config = scion::gardener::cluster::CloudProfileConfig(Some(
+        json!({
+            "keystoneURL": "u",
+            "storageClasses": [
+                {"name": "fast", "default": true, "annotations": {"a": "b"}, "labels": {"l": "v"},
+                 "parameters": {"type": "perf0", "availability": "eu01-m"}, "reclaimPolicy": "Retain",
+                 "volumeBindingMode": "Immediate"},
+                {"name": "other", "provisioner": "other.csi.example.com", "default": false},
+            ],
+        }),
+    ));
     let r = render(&plain_cp(), &s).expect("renders");
     let classes: Vec<&Value> = r
         .storage_classes
@@ -779,8 +870,14 @@ fn manila_is_rendered_only_when_enabled() {
         ("DaemonSet", "csi-driver-manila-node"),
         ("ServiceAccount", "csi-driver-manila-node"),
         ("VolumeSnapshotClass", "csi-manila-nfs"),
-        ("Role", "extensions.gardener.cloud:provider-openstack:csi-manila-secret"),
-        ("ClusterRole", "extensions.gardener.cloud:provider-openstack:csi-driver-manila-node"),
+        (
+            "Role",
+            "extensions.gardener.cloud:provider-openstack:csi-manila-secret",
+        ),
+        (
+            "ClusterRole",
+            "extensions.gardener.cloud:provider-openstack:csi-driver-manila-node",
+        ),
     ] {
         object(&r, kind, name);
     }
@@ -791,7 +888,11 @@ fn manila_is_rendered_only_when_enabled() {
 fn the_manila_controller_is_upstreams() {
     let r = render(&manila_cp(), &shoot(32, false)).expect("renders");
     let d = object(&r, "Deployment", "csi-driver-manila-controller");
-    assert!(r.seed.iter().any(|o| o.name == "csi-driver-manila-controller"));
+    assert!(
+        r.seed
+            .iter()
+            .any(|o| o.name == "csi-driver-manila-controller")
+    );
     assert_eq!(
         d["metadata"]["labels"],
         json!({"app": "csi", "role": "driver-manila-controller", "high-availability-config.resources.gardener.cloud/type": "controller"})
@@ -831,17 +932,36 @@ fn the_manila_controller_is_upstreams() {
             "--kube-api-burst=200",
         ]
     );
-    assert_eq!(driver["env"][0], json!({"name": "DRIVER_NAME", "value": "nfs.manila.csi.openstack.org"}));
-    assert_eq!(driver["env"][2], json!({"name": "MANILA_SHARE_PROTO", "value": "NFS"}));
+    assert_eq!(
+        driver["env"][0],
+        json!({"name": "DRIVER_NAME", "value": "nfs.manila.csi.openstack.org"})
+    );
+    assert_eq!(
+        driver["env"][2],
+        json!({"name": "MANILA_SHARE_PROTO", "value": "NFS"})
+    );
     assert_eq!(
         strings(&container(d, "openstack-csi-manila-nfs-driver")["args"]),
-        ["--v=5", "--nodeid=$(NODE_ID)", "--endpoint=$(CSI_ENDPOINT)", "--drivername=gardener.nfs.csi.k8s.io"]
+        [
+            "--v=5",
+            "--nodeid=$(NODE_ID)",
+            "--endpoint=$(CSI_ENDPOINT)",
+            "--drivername=gardener.nfs.csi.k8s.io"
+        ]
     );
     assert_eq!(
         strings(&container(d, "openstack-csi-manila-liveness-probe")["args"]),
-        ["--csi-address=/csi/csi.sock", "--probe-timeout=3s", "--health-port=9808", "--v=2"]
+        [
+            "--csi-address=/csi/csi.sock",
+            "--probe-timeout=3s",
+            "--health-port=9808",
+            "--v=2"
+        ]
     );
-    assert_eq!(strings(&container(d, "openstack-csi-manila-resizer")["args"])[6], "--v=3");
+    assert_eq!(
+        strings(&container(d, "openstack-csi-manila-resizer")["args"])[6],
+        "--v=3"
+    );
     assert_eq!(
         names(&d["spec"]["template"]["spec"]["volumes"]),
         [
@@ -853,8 +973,17 @@ fn the_manila_controller_is_upstreams() {
         ],
         "no CA volume without a CA"
     );
-    let hibernated = render_builtin(&manila_cp(), &shoot(32, true), Some(&credentials()), Some(0)).expect("renders");
-    assert_eq!(object(&hibernated, "Deployment", "csi-driver-manila-controller")["spec"]["replicas"], 0);
+    let hibernated = render_builtin(
+        &manila_cp(),
+        &shoot(32, true),
+        Some(&credentials()),
+        Some(0),
+    )
+    .expect("renders");
+    assert_eq!(
+        object(&hibernated, "Deployment", "csi-driver-manila-controller")["spec"]["replicas"],
+        0
+    );
 }
 
 #[test]
@@ -864,7 +993,14 @@ fn the_manila_node_part_is_upstreams() {
     let keys: Vec<&String> = secret["data"].as_object().expect("data").keys().collect();
     assert_eq!(
         keys,
-        ["os-authURL", "os-domainName", "os-password", "os-projectName", "os-region", "os-userName"]
+        [
+            "os-authURL",
+            "os-domainName",
+            "os-password",
+            "os-projectName",
+            "os-region",
+            "os-userName"
+        ]
     );
     assert_eq!(decoded(secret, "os-authURL"), "someurl");
     assert_eq!(decoded(secret, "os-region"), "europe");
@@ -877,21 +1013,32 @@ fn the_manila_node_part_is_upstreams() {
         .collect();
     assert_eq!(
         classes.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-        ["csi-manila-nfs", "csi-manila-nfs-auto", "csi-manila-nfs-zone1", "csi-manila-nfs-zone2"],
+        [
+            "csi-manila-nfs",
+            "csi-manila-nfs-auto",
+            "csi-manila-nfs-zone1",
+            "csi-manila-nfs-zone2"
+        ],
         "zones sorted, each once"
     );
     assert_eq!(classes[1].1["autoTopology"], "true");
     assert_eq!(classes[2].1["availability"], "zone1");
     assert_eq!(classes[0].1["shareNetworkID"], "share-net-1");
     assert_eq!(classes[0].1["nfs-shareClient"], "10.250.0.0/19");
-    assert_eq!(classes[0].1["csi.storage.k8s.io/node-stage-secret-name"], "manila-csi-plugin");
+    assert_eq!(
+        classes[0].1["csi.storage.k8s.io/node-stage-secret-name"],
+        "manila-csi-plugin"
+    );
     assert_eq!(classes[0].1.as_object().expect("params").len(), 11);
     let class = object(&r, "StorageClass", "csi-manila-nfs");
     assert_eq!(class["mountOptions"], json!(["nfsvers=4.1"]));
     assert_eq!(class["provisioner"], "nfs.manila.csi.openstack.org");
     assert_eq!(class["volumeBindingMode"], "WaitForFirstConsumer");
     let driver = object(&r, "CSIDriver", "nfs.manila.csi.openstack.org");
-    assert_eq!(driver["spec"], json!({"attachRequired": false, "podInfoOnMount": false, "fsGroupPolicy": "None"}));
+    assert_eq!(
+        driver["spec"],
+        json!({"attachRequired": false, "podInfoOnMount": false, "fsGroupPolicy": "None"})
+    );
     let ds = object(&r, "DaemonSet", "csi-driver-manila-node");
     let pod = &ds["spec"]["template"]["spec"];
     assert_eq!(pod["dnsPolicy"], "ClusterFirstWithHostNet");
@@ -908,13 +1055,23 @@ fn the_manila_node_part_is_upstreams() {
         strings(&container(ds, "driver-nfs-nfs-node")["args"])[4],
         "--mount-permissions=511"
     );
-    assert_eq!(container(ds, "nfs-manila-liveness-probe")["args"][1], "--health-port=24913");
-    assert_eq!(container(ds, "nfs-nfs-liveness-probe")["args"][1], "--health-port=24914");
+    assert_eq!(
+        container(ds, "nfs-manila-liveness-probe")["args"][1],
+        "--health-port=24913"
+    );
+    assert_eq!(
+        container(ds, "nfs-nfs-liveness-probe")["args"][1],
+        "--health-port=24914"
+    );
     assert_eq!(
         container(ds, "nfs-registrar")["env"][0],
         json!({"name": "DRIVER_REG_SOCK_PATH", "value": "/var/lib/kubelet/plugins/nfs.manila.csi.openstack.org/csi.sock"})
     );
-    let binding = object(&r, "RoleBinding", "extensions.gardener.cloud:provider-openstack:csi-manila-secret");
+    let binding = object(
+        &r,
+        "RoleBinding",
+        "extensions.gardener.cloud:provider-openstack:csi-manila-secret",
+    );
     assert_eq!(
         names(&binding["subjects"]),
         ["csi-provisioner", "csi-resizer", "csi-snapshotter"]
@@ -924,8 +1081,10 @@ fn the_manila_node_part_is_upstreams() {
 #[test]
 fn manila_takes_the_workers_cidr_and_the_application_credential() {
     let mut cp = manila_cp();
-    cp.spec.infrastructure_provider_status.as_mut().expect("infra")["networks"]["subnets"][0]
-        ["cidr"] = Value::Null;
+    cp.spec
+        .infrastructure_provider_status
+        .as_mut()
+        .expect("infra")["networks"]["subnets"][0]["cidr"] = Value::Null;
     let app = secret(
         &[
             ("domainName", "domain-name"),
@@ -942,13 +1101,21 @@ fn manila_takes_the_workers_cidr_and_the_application_credential() {
     let keys: Vec<&String> = secret["data"].as_object().expect("data").keys().collect();
     assert_eq!(
         keys,
-        ["os-applicationCredentialID", "os-applicationCredentialSecret", "os-authURL", "os-region"]
+        [
+            "os-applicationCredentialID",
+            "os-applicationCredentialSecret",
+            "os-authURL",
+            "os-region"
+        ]
     );
     // Without an InfrastructureConfig, Manila cannot be configured.
     let mut s = shoot(32, false);
     s.shoot.spec.provider.infrastructure_config = None;
     let err = render(&manila_cp(), &s).unwrap_err().to_string();
-    assert!(err.contains("provider config is not set on the infrastructure resource"), "{err}");
+    assert!(
+        err.contains("provider config is not set on the infrastructure resource"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -964,7 +1131,14 @@ fn images_follow_upstreams_pins_per_minor() {
             },
         )
     };
-    for (minor, tag) in [(32, "v1.32.1"), (33, "v1.33.1"), (34, "v1.34.1"), (35, "v1.35.0"), (36, "v1.36.0"), (40, "v1.36.0")] {
+    for (minor, tag) in [
+        (32, "v1.32.1"),
+        (33, "v1.33.1"),
+        (34, "v1.34.1"),
+        (35, "v1.35.0"),
+        (36, "v1.36.0"),
+        (40, "v1.36.0"),
+    ] {
         assert_eq!(
             find("csi-driver-cinder", minor).expect("cinder"),
             format!("registry.k8s.io/provider-os/cinder-csi-plugin:{tag}")
@@ -974,27 +1148,68 @@ fn images_follow_upstreams_pins_per_minor() {
             format!("registry.k8s.io/provider-os/manila-csi-plugin:{tag}")
         );
     }
-    assert!(find("csi-driver-cinder", 31).is_err(), "no cinder image below 1.32");
-    assert_eq!(find("csi-provisioner", 33).expect("p"), "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0");
-    assert_eq!(find("csi-provisioner", 34).expect("p"), "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0");
-    assert_eq!(find("csi-resizer", 33).expect("r"), "registry.k8s.io/sig-storage/csi-resizer:v1.14.0");
-    assert_eq!(find("csi-resizer", 35).expect("r"), "registry.k8s.io/sig-storage/csi-resizer:v2.2.1");
+    assert!(
+        find("csi-driver-cinder", 31).is_err(),
+        "no cinder image below 1.32"
+    );
+    assert_eq!(
+        find("csi-provisioner", 33).expect("p"),
+        "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0"
+    );
+    assert_eq!(
+        find("csi-provisioner", 34).expect("p"),
+        "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
+    );
+    assert_eq!(
+        find("csi-resizer", 33).expect("r"),
+        "registry.k8s.io/sig-storage/csi-resizer:v1.14.0"
+    );
+    assert_eq!(
+        find("csi-resizer", 35).expect("r"),
+        "registry.k8s.io/sig-storage/csi-resizer:v2.2.1"
+    );
     for (name, image) in [
-        ("csi-attacher", "registry.k8s.io/sig-storage/csi-attacher:v4.12.0"),
-        ("csi-snapshotter", "registry.k8s.io/sig-storage/csi-snapshotter:v8.6.0"),
-        ("csi-snapshot-controller", "registry.k8s.io/sig-storage/snapshot-controller:v8.6.0"),
-        ("csi-liveness-probe", "registry.k8s.io/sig-storage/livenessprobe:v2.19.0"),
-        ("csi-node-driver-registrar", "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.17.0"),
-        ("csi-driver-nfs", "registry.k8s.io/sig-storage/nfsplugin:v4.13.4"),
+        (
+            "csi-attacher",
+            "registry.k8s.io/sig-storage/csi-attacher:v4.12.0",
+        ),
+        (
+            "csi-snapshotter",
+            "registry.k8s.io/sig-storage/csi-snapshotter:v8.6.0",
+        ),
+        (
+            "csi-snapshot-controller",
+            "registry.k8s.io/sig-storage/snapshot-controller:v8.6.0",
+        ),
+        (
+            "csi-liveness-probe",
+            "registry.k8s.io/sig-storage/livenessprobe:v2.19.0",
+        ),
+        (
+            "csi-node-driver-registrar",
+            "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.17.0",
+        ),
+        (
+            "csi-driver-nfs",
+            "registry.k8s.io/sig-storage/nfsplugin:v4.13.4",
+        ),
     ] {
         assert_eq!(find(name, 33).expect(name), image);
     }
     // The render picks them by the shoot's version; 1.31 has no Cinder image.
     let r = render(&plain_cp(), &shoot(34, false)).expect("renders");
     let d = object(&r, "Deployment", "csi-driver-controller");
-    assert_eq!(container(d, "openstack-csi-driver")["image"], "registry.k8s.io/provider-os/cinder-csi-plugin:v1.34.1");
-    assert_eq!(container(d, "openstack-csi-provisioner")["image"], "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0");
-    let err = render(&plain_cp(), &shoot(31, false)).unwrap_err().to_string();
+    assert_eq!(
+        container(d, "openstack-csi-driver")["image"],
+        "registry.k8s.io/provider-os/cinder-csi-plugin:v1.34.1"
+    );
+    assert_eq!(
+        container(d, "openstack-csi-provisioner")["image"],
+        "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
+    );
+    let err = render(&plain_cp(), &shoot(31, false))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("could not find image"), "{err}");
 }
 
@@ -1018,12 +1233,19 @@ fn imagevector_overwrite_replaces_the_csi_images_in_render_and_images() {
             .env_remove("SCION_PROVIDER_DIR")
             .output()
             .expect("scion runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).expect("utf-8")
     };
     let images = run(&["images", "--provider", "openstack"]);
     assert!(images.contains("example.com/cinder"), "{images}");
-    assert!(images.contains("registry.k8s.io/provider-os/manila-csi-plugin"), "{images}");
+    assert!(
+        images.contains("registry.k8s.io/provider-os/manila-csi-plugin"),
+        "{images}"
+    );
     let text = run(&[
         "render",
         "--provider",
@@ -1033,7 +1255,29 @@ fn imagevector_overwrite_replaces_the_csi_images_in_render_and_images() {
         "--controlplane",
         "shoot--dev--openstack/control-plane",
     ]);
-    assert!(text.contains("image: example.com/cinder:v9"), "the example shoot is 1.33");
+    assert!(
+        text.contains("image: example.com/cinder:v9"),
+        "the example shoot is 1.33"
+    );
     assert!(text.contains("image: example.com/registrar:v1"));
     assert!(!text.contains("cinder-csi-plugin:v1.33.1"));
+}
+
+#[test]
+fn health_joins_the_ccm_and_both_csi_controllers() {
+    let profile = scion::profile::Profile::builtin("openstack").expect("openstack");
+    let mut declared = profile
+        .control_plane()
+        .expect("controlPlane")
+        .health_deployments();
+    declared.sort();
+    assert_eq!(
+        declared,
+        [
+            "cloud-controller-manager",
+            "csi-driver-controller",
+            "csi-snapshot-controller"
+        ],
+        "upstream's healthcheck/add.go; not the Manila controller"
+    );
 }

@@ -704,9 +704,9 @@ impl<'a> Eval<'a> {
                 if let Some(item) = merged {
                     // An absent map merges nothing (a whole `${expr}` may be null here).
                     let extra = match &item.value {
-                        Node::Str(Interp::Whole(e)) => self.expr(e).map_err(|m| {
-                            TemplateError::new(format!("${{{e}}}: {m}")).at(MERGE)
-                        })?,
+                        Node::Str(Interp::Whole(e)) => self
+                            .expr(e)
+                            .map_err(|m| TemplateError::new(format!("${{{e}}}: {m}")).at(MERGE))?,
                         other => self.node(other).map_err(|e| e.at(MERGE))?,
                     };
                     match extra {
@@ -898,7 +898,10 @@ mod tests {
         let err = render(template, json!({"extra": ["no"]})).unwrap_err();
         assert_eq!(
             (err.field(), err.message.as_str()),
-            ("annotations.$merge".to_string(), "must be a map (or absent), not [\"no\"]")
+            (
+                "annotations.$merge".to_string(),
+                "must be a map (or absent), not [\"no\"]"
+            )
         );
         // Conditions and templates inside the merged node.
         assert_eq!(

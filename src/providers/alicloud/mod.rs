@@ -52,7 +52,10 @@ impl ProviderCode for Alicloud {
     ) -> Result<(), String> {
         let id = data.required("accessKeyID")?;
         let secret_key = data.required("accessKeySecret")?;
-        data.set("credentialsFile", &shared_credentials_file(&id, &secret_key));
+        data.set(
+            "credentialsFile",
+            &shared_credentials_file(&id, &secret_key),
+        );
         Ok(())
     }
 }

@@ -344,7 +344,11 @@ fn disk_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
 fn manila(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     let cp = inputs.cp;
     let controlplane = format!("{}/{}", cp.namespace(), cp.name());
-    let Some(infra_config) = inputs.shoot.infrastructure_config().filter(|c| !c.is_null()) else {
+    let Some(infra_config) = inputs
+        .shoot
+        .infrastructure_config()
+        .filter(|c| !c.is_null())
+    else {
         return Err(CodeError::Shoot {
             field: "spec.provider.infrastructureConfig".into(),
             reason: format!(

@@ -88,6 +88,8 @@ view! {
     /// `spec.shoot.metadata`.
     #[derive(Debug, Clone, Default, PartialEq)]
     pub struct ShootMeta {
+        /// The Shoot's name in its project namespace (alicloud's CSI name prefixes).
+        "name" => pub name: String,
         "annotations" => pub annotations: BTreeMap<String, String>,
         "deletionTimestamp" => pub deletion_timestamp: Option<String>,
     }
@@ -165,6 +167,8 @@ view! {
         required "name" => pub name: String,
         /// Maximum number of machines (Azure's CCM rate limits use the sum).
         "maximum" => pub maximum: i64,
+        /// The pool's zones (openstack's Manila storage classes).
+        "zones" => pub zones: Strings,
         "kubernetes" => pub kubernetes: WorkerKubernetes,
         /// Set on the pool that runs a self-hosted shoot's control plane
         /// (GEP-28, `gardenadm`).

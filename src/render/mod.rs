@@ -391,6 +391,18 @@ impl Roots for RenderRoots<'_> {
             "technicalID" => shoot
                 .technical_id()
                 .map_or(Value::Null, |t| Value::String(t.to_string())),
+            "shootName" => Value::String(shoot.shoot.metadata.name.clone()),
+            "workerZones" => {
+                let zones: std::collections::BTreeSet<&String> = shoot
+                    .shoot
+                    .spec
+                    .provider
+                    .workers
+                    .iter()
+                    .flat_map(|w| w.zones.0.iter())
+                    .collect();
+                Value::from(zones.into_iter().cloned().collect::<Vec<_>>())
+            }
             "secretRef" => {
                 json!({"name": cp.spec.secret_ref.name, "namespace": cp.spec.secret_ref.namespace})
             }

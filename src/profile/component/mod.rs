@@ -106,6 +106,14 @@ pub const ROOTS: &[(&str, &str)] = &[
     ("kubernetesVersion", "the shoot's `spec.kubernetes.version`"),
     ("technicalID", "the shoot's `status.technicalID`"),
     (
+        "shootName",
+        "the Shoot's `metadata.name` (in its project namespace)",
+    ),
+    (
+        "workerZones",
+        "the zones of all worker pools, sorted, without duplicates",
+    ),
+    (
         "secretRef",
         "`{name, namespace}` of the ControlPlane's credentials Secret",
     ),

@@ -47,7 +47,13 @@ pub enum Node {
 pub enum Key {
     Lit(String),
     Interp(Interp),
+    /// `$merge: <node>`: the entries of the node's map (none when absent)
+    /// join the map after the written ones, winning on the same key.
+    Merge,
 }
+
+/// The map key that merges a map value into the map it stands in.
+const MERGE: &str = "$merge";
 
 /// A string with placeholders.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,6 +208,7 @@ impl Node {
                             i.visit(bound, f)?;
                             i.source()
                         }
+                        Key::Merge => MERGE.to_string(),
                     };
                     item.visit(bound, f).map_err(|e| e.at(key_segment(&seg)))?;
                 }
@@ -376,10 +383,17 @@ fn parse_item(value: &Value, slot: Slot) -> Result<Item, TemplateError> {
             }
             Ok(Item::plain(collapse_list(parsed)))
         }
-        Value::Object(map) if map.keys().any(|k| is_directive_key(k)) => parse_directive(map, slot),
+        Value::Object(map) if map.keys().any(|k| is_directive_key(k) && k != MERGE) => {
+            parse_directive(map, slot)
+        }
         Value::Object(map) => {
             let mut entries = Vec::with_capacity(map.len());
             for (k, v) in map {
+                if k == MERGE {
+                    let item = parse_item(v, Slot::Value).map_err(|e| e.at(MERGE))?;
+                    entries.push((Key::Merge, item));
+                    continue;
+                }
                 let key = match parse_interp(k).map_err(|e| e.at(key_segment(k)))? {
                     Some(interp) => Key::Interp(interp),
                     None => Key::Lit(unescape_key(k)),
@@ -416,7 +430,7 @@ fn collapse_map(entries: Vec<(Key, Item)>) -> Node {
                 .iter()
                 .filter_map(|(k, i)| match k {
                     Key::Lit(k) => Some((k.clone(), i.is_plain_lit()?.clone())),
-                    Key::Interp(_) => None,
+                    Key::Interp(_) | Key::Merge => None,
                 })
                 .collect(),
         ))
@@ -664,8 +678,13 @@ impl<'a> Eval<'a> {
             }
             Node::Map(entries) => {
                 let mut out = Map::new();
+                let mut merged = None;
                 for (key, item) in entries {
                     let key_text = match key {
+                        Key::Merge => {
+                            merged = Some(item);
+                            continue;
+                        }
                         Key::Lit(k) => k.clone(),
                         Key::Interp(i) => match self.interp(i)? {
                             Value::String(s) => s,
@@ -680,6 +699,25 @@ impl<'a> Eval<'a> {
                         .map_err(|e| e.at(key_segment(&key_text)))?;
                     if let Some(v) = one.pop() {
                         out.insert(key_text, v);
+                    }
+                }
+                if let Some(item) = merged {
+                    // An absent map merges nothing (a whole `${expr}` may be null here).
+                    let extra = match &item.value {
+                        Node::Str(Interp::Whole(e)) => self
+                            .expr(e)
+                            .map_err(|m| TemplateError::new(format!("${{{e}}}: {m}")).at(MERGE))?,
+                        other => self.node(other).map_err(|e| e.at(MERGE))?,
+                    };
+                    match extra {
+                        Value::Object(extra) => out.extend(extra),
+                        Value::Null => {}
+                        other => {
+                            return Err(TemplateError::new(format!(
+                                "must be a map (or absent), not {other}"
+                            ))
+                            .at(MERGE));
+                        }
                     }
                 }
                 Ok(Value::Object(out))
@@ -843,6 +881,37 @@ mod tests {
             Node::parse(&json!({"a": [1, "b"]})).unwrap(),
             Node::Lit(_)
         ));
+    }
+
+    #[test]
+    fn merge_adds_a_maps_entries_and_they_win() {
+        let template = json!({"annotations": {"a": "1", "b": "2", "$merge": "${extra}"}});
+        assert_eq!(
+            render(template.clone(), json!({"extra": {"b": "x", "c": "3"}})).unwrap(),
+            json!({"annotations": {"a": "1", "b": "x", "c": "3"}})
+        );
+        assert_eq!(
+            render(template.clone(), json!({})).unwrap(),
+            json!({"annotations": {"a": "1", "b": "2"}}),
+            "absent merges nothing"
+        );
+        let err = render(template, json!({"extra": ["no"]})).unwrap_err();
+        assert_eq!(
+            (err.field(), err.message.as_str()),
+            (
+                "annotations.$merge".to_string(),
+                "must be a map (or absent), not [\"no\"]"
+            )
+        );
+        // Conditions and templates inside the merged node.
+        assert_eq!(
+            render(
+                json!({"m": {"$merge": {"$when": {"workloadIdentity": true}, "$value": {"k-${n}": "v"}, "$else": {}}}}),
+                json!({"n": 1})
+            )
+            .unwrap(),
+            json!({"m": {"k-1": "v"}})
+        );
     }
 
     #[test]

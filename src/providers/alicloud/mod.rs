@@ -16,6 +16,8 @@ pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
     &Alicloud,
     [
         "components/cloud-controller-manager.yaml",
+        "components/csi-alicloud.yaml",
+        "components/storage-classes.yaml",
         "files/provider-id-execstartpre",
     ]
 );
@@ -28,11 +30,18 @@ impl ProviderCode for Alicloud {
     }
 
     fn values(&self) -> &'static [CodeValue] {
-        &[CodeValue {
-            name: "cloudConfig",
-            about: "{cloudprovider.conf: <one line of JSON {\"Global\":{…}}>}: cluster tags, VPC and nodes vswitch of the infrastructure status, region, the base64 access key pair",
-            compute: cloud_config,
-        }]
+        &[
+            CodeValue {
+                name: "cloudConfig",
+                about: "{cloudprovider.conf: <one line of JSON {\"Global\":{…}}>}: cluster tags, VPC and nodes vswitch of the infrastructure status, region, the base64 access key pair",
+                compute: cloud_config,
+            },
+            CodeValue {
+                name: "credentialsFile",
+                about: "the credentials Secret's credentialsFile, or the one the cloudprovider webhook writes from the access key pair when the Secret has none",
+                compute: credentials_file,
+            },
+        ]
     }
 
     fn cloudprovider_secret(
@@ -45,12 +54,29 @@ impl ProviderCode for Alicloud {
         let secret_key = data.required("accessKeySecret")?;
         data.set(
             "credentialsFile",
-            &format!(
-                "[default]\ntype = access_key\naccess_key_id = {id}\naccess_key_secret = {secret_key}"
-            ),
+            &shared_credentials_file(&id, &secret_key),
         );
         Ok(())
     }
+}
+
+/// The shared credentials file provider-alicloud's cloudprovider webhook
+/// writes into the Secret (key `credentialsFile`).
+fn shared_credentials_file(id: &str, secret_key: &str) -> String {
+    format!("[default]\ntype = access_key\naccess_key_id = {id}\naccess_key_secret = {secret_key}")
+}
+
+/// The CSI plugins' credentials file: the Secret's `credentialsFile` (the
+/// webhook writes it in every seed), else the file the webhook would write,
+/// so a Secret written without the webhook renders the same.
+fn credentials_file(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+    if let Some(file) = inputs.secret_str("credentialsFile")? {
+        return Ok(Value::String(file.to_string()));
+    }
+    Ok(Value::String(shared_credentials_file(
+        inputs.required_secret("accessKeyID")?,
+        inputs.required_secret("accessKeySecret")?,
+    )))
 }
 
 fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {

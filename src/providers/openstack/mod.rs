@@ -24,8 +24,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::secret::{Data, SecretContext};
-use super::support::{CLOUD_CONFIG_DIR, CLOUD_CONFIG_KEY, secret_str, str_at, subnets};
+use super::support::{
+    CLOUD_CONFIG_DIR, CLOUD_CONFIG_KEY, first_with_purpose, secret_str, str_at, subnets,
+};
 use super::{BuiltinFolder, CodeError, CodeInput, CodeValue, ProviderCode, builtin_folder};
+use crate::gocompat::kubelet::{format_duration, parse_duration};
 use crate::gocompat::quote::go_quote;
 
 pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
@@ -33,6 +36,10 @@ pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
     &Openstack,
     [
         "components/cloud-controller-manager.yaml",
+        "components/csi-driver-controller.yaml",
+        "components/csi-driver-node.yaml",
+        "components/csi-driver-manila.yaml",
+        "components/storage-classes.yaml",
         "files/update-resolv-conf.path",
         "files/update-resolv-conf.service",
         "files/update-resolv-conf.sh",
@@ -52,6 +59,16 @@ impl ProviderCode for Openstack {
                 name: "cloudConfig",
                 about: "{cloudprovider.conf: <INI with the credentials>, keystone-ca.crt: <CA, when one is set>}",
                 compute: cloud_config,
+            },
+            CodeValue {
+                name: "diskConfig",
+                about: "{cloudprovider.conf: <the [Global] and [Metadata] sections of cloudConfig>, keystone-ca.crt: <CA, when one is set>}: Gardener's cloud-provider-disk-config, the head of the CSI driver's config",
+                compute: disk_config,
+            },
+            CodeValue {
+                name: "manila",
+                about: "{shareNetworkID, shareClient, authURL, caCert, tlsInsecure, auth: {os-<key>: …}}: the Manila CSI driver's share network and client and its credentials",
+                compute: manila,
             },
             CodeValue {
                 name: "userAgents",
@@ -214,6 +231,175 @@ fn keystone_ca<'v>(profile_config: &'v serde_json::Value, region: &str) -> Optio
         .or_else(|| str_at(Some(profile_config), "keystoneCACert"))
 }
 
+/// The keystone settings the configs use: the CloudProfile's URL and CA
+/// (else the Secret's CA) and its insecure flag, as the cloudprovider webhook
+/// writes them into the Secret.
+struct Keystone<'a> {
+    auth_url: &'a str,
+    ca_cert: &'a str,
+    insecure: bool,
+}
+
+fn keystone<'a>(
+    inputs: &CodeInput<'a>,
+    creds: &Credentials<'a>,
+) -> Result<Keystone<'a>, CodeError> {
+    let Some(profile_config) = inputs.shoot.cloud_profile_config() else {
+        return Err(CodeError::CloudProfileConfig {
+            reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
+        });
+    };
+    let shoot_region = inputs.shoot.region();
+    Ok(Keystone {
+        auth_url: keystone_url(profile_config, shoot_region)?,
+        ca_cert: keystone_ca(profile_config, shoot_region).unwrap_or(creds.ca_cert),
+        insecure: profile_config
+            .get("keystoneForceInsecure")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// The `[Global]` and `[Metadata]` sections every config of the chart starts
+/// with (Gardener's cloud-provider-disk-config), line by line.
+fn global_lines(
+    inputs: &CodeInput<'_>,
+    creds: &Credentials<'_>,
+    keystone: &Keystone<'_>,
+) -> Result<Vec<String>, CodeError> {
+    // `requestTimeout` is a metav1.Duration: the chart prints it in Go's form
+    // (`60s` becomes `1m0s`).
+    let request_timeout = match inputs
+        .shoot
+        .cloud_profile_config()
+        .and_then(|c| c.get("requestTimeout"))
+    {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => {
+            let nanos = parse_duration(text).map_err(|e| CodeError::CloudProfileConfig {
+                reason: format!("requestTimeout: {e}"),
+            })?;
+            format_duration(nanos)
+        }
+        Some(other) => {
+            return Err(CodeError::CloudProfileConfig {
+                reason: format!("requestTimeout: must be a duration string, not {other}"),
+            });
+        }
+    };
+    let mut lines: Vec<String> = vec!["[Global]".into()];
+    lines.push(format!("auth-url=\"{}\"", keystone.auth_url));
+    lines.push(format!("domain-name=\"{}\"", creds.domain_name));
+    lines.push(format!("tenant-name=\"{}\"", creds.tenant_name));
+    lines.push(format!("username=\"{}\"", creds.username));
+    if !creds.password.is_empty() {
+        lines.push(format!("password=\"{}\"", creds.password));
+    }
+    if !creds.app_secret.is_empty() {
+        lines.push(format!("application-credential-id=\"{}\"", creds.app_id));
+        lines.push(format!(
+            "application-credential-name=\"{}\"",
+            creds.app_name
+        ));
+        lines.push(format!(
+            "application-credential-secret=\"{}\"",
+            creds.app_secret
+        ));
+    }
+    lines.push(format!("region=\"{}\"", inputs.cp.spec.region));
+    if keystone.insecure {
+        lines.push("tls-insecure=true".into());
+    }
+    if !keystone.ca_cert.is_empty() {
+        lines.push(format!("ca-file=\"{CLOUD_CONFIG_DIR}/{KEYSTONE_CA_KEY}\""));
+    }
+    lines.push("[Metadata]".into());
+    if !request_timeout.is_empty() {
+        lines.push(format!("request-timeout={request_timeout}"));
+    }
+    Ok(lines)
+}
+
+/// A config's data: the text, and the CA when there is one.
+fn config_data(text: String, ca_cert: &str) -> Value {
+    let mut out = Map::new();
+    out.insert(CLOUD_CONFIG_KEY.into(), Value::String(text));
+    if !ca_cert.is_empty() {
+        out.insert(KEYSTONE_CA_KEY.into(), Value::String(ca_cert.to_string()));
+    }
+    Value::Object(out)
+}
+
+fn disk_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+    let creds = credentials(inputs.credentials)?;
+    let keystone = keystone(inputs, &creds)?;
+    let lines = global_lines(inputs, &creds, &keystone)?;
+    Ok(config_data(lines.join("\n"), keystone.ca_cert))
+}
+
+/// The Manila driver's values (provider-openstack's addCSIManilaValues): the
+/// share network of the infrastructure status, the share client (the nodes
+/// subnet's CIDR, else the InfrastructureConfig's workers CIDR), and the
+/// credentials, keyed as the `manila-csi-plugin` Secret wants them.
+fn manila(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
+    let cp = inputs.cp;
+    let controlplane = format!("{}/{}", cp.namespace(), cp.name());
+    let Some(infra_config) = inputs
+        .shoot
+        .infrastructure_config()
+        .filter(|c| !c.is_null())
+    else {
+        return Err(CodeError::Shoot {
+            field: "spec.provider.infrastructureConfig".into(),
+            reason: format!(
+                "could not decode infrastructure config of controlplane '{controlplane}': provider config is not set on the infrastructure resource"
+            ),
+        });
+    };
+    let infra = cp.spec.infrastructure_provider_status.as_ref();
+    let nodes = infra
+        .and_then(|i| first_with_purpose(i, "networks.subnets", "nodes"))
+        .ok_or_else(|| CodeError::InfrastructureField {
+            controlplane: controlplane.clone(),
+            reason: "could not find nodes subnet in infrastructure status: cannot find subnet with purpose \"nodes\"".into(),
+        })?;
+    let mut share_client = str_at(Some(nodes), "cidr").unwrap_or_default();
+    if share_client.is_empty() {
+        share_client = str_at(Some(infra_config), "networks.workers")
+            .filter(|w| !w.is_empty())
+            .or_else(|| str_at(Some(infra_config), "networks.worker"))
+            .unwrap_or_default();
+    }
+    let creds = credentials(inputs.credentials)?;
+    let keystone = keystone(inputs, &creds)?;
+    let mut auth = Map::new();
+    let mut put = |key: &str, value: &str| {
+        auth.insert(format!("os-{key}"), Value::String(value.to_string()));
+    };
+    if !creds.app_id.is_empty() {
+        put("applicationCredentialID", creds.app_id);
+        put("applicationCredentialSecret", creds.app_secret);
+    } else if !creds.app_name.is_empty() {
+        put("applicationCredentialName", creds.app_name);
+        put("applicationCredentialSecret", creds.app_secret);
+        put("domainName", creds.domain_name);
+        put("projectName", creds.tenant_name);
+    } else {
+        put("domainName", creds.domain_name);
+        put("projectName", creds.tenant_name);
+        put("userName", creds.username);
+        put("password", creds.password);
+    }
+    Ok(serde_json::json!({
+        "shareNetworkID": str_at(infra, "networks.shareNetwork.id").unwrap_or_default(),
+        "shareClient": share_client,
+        "authURL": keystone.auth_url,
+        "caCert": keystone.ca_cert,
+        "tlsInsecure": if keystone.insecure { "true" } else { "" },
+        "auth": auth,
+    }))
+}
+
 fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     let cp = inputs.cp;
     let creds = credentials(inputs.credentials)?;
@@ -229,18 +415,7 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
         controlplane: format!("{}/{}", cp.namespace(), cp.name()),
         reason: "no subnet with purpose nodes in networks.subnets".into(),
     })?;
-    let Some(profile_config) = inputs.shoot.cloud_profile_config() else {
-        return Err(CodeError::CloudProfileConfig {
-            reason: "cloudProfile.spec.providerConfig is missing; it carries the keystone URL and other parameters".into(),
-        });
-    };
-    let shoot_region = inputs.shoot.region();
-    let auth_url = keystone_url(profile_config, shoot_region)?;
-    let ca_cert = keystone_ca(profile_config, shoot_region).unwrap_or(creds.ca_cert);
-    let insecure = profile_config
-        .get("keystoneForceInsecure")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
+    let keystone = keystone(inputs, &creds)?;
     let overlay = inputs
         .shoot
         .overlay_enabled()
@@ -276,43 +451,8 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
         other => other,
     })?;
     let network_name = str_at(infra, "networks.name").unwrap_or_default();
-    let request_timeout = inputs
-        .shoot
-        .cloud_profile_config()
-        .and_then(|c| c.get("requestTimeout"))
-        .and_then(|v| v.as_str())
-        .unwrap_or_default();
 
-    let mut lines: Vec<String> = vec!["[Global]".into()];
-    lines.push(format!("auth-url=\"{auth_url}\""));
-    lines.push(format!("domain-name=\"{}\"", creds.domain_name));
-    lines.push(format!("tenant-name=\"{}\"", creds.tenant_name));
-    lines.push(format!("username=\"{}\"", creds.username));
-    if !creds.password.is_empty() {
-        lines.push(format!("password=\"{}\"", creds.password));
-    }
-    if !creds.app_secret.is_empty() {
-        lines.push(format!("application-credential-id=\"{}\"", creds.app_id));
-        lines.push(format!(
-            "application-credential-name=\"{}\"",
-            creds.app_name
-        ));
-        lines.push(format!(
-            "application-credential-secret=\"{}\"",
-            creds.app_secret
-        ));
-    }
-    lines.push(format!("region=\"{}\"", cp.spec.region));
-    if insecure {
-        lines.push("tls-insecure=true".into());
-    }
-    if !ca_cert.is_empty() {
-        lines.push(format!("ca-file=\"{CLOUD_CONFIG_DIR}/{KEYSTONE_CA_KEY}\""));
-    }
-    lines.push("[Metadata]".into());
-    if !request_timeout.is_empty() {
-        lines.push(format!("request-timeout={request_timeout}"));
-    }
+    let mut lines = global_lines(inputs, &creds, &keystone)?;
     lines.push("[LoadBalancer]".into());
     lines.push("create-monitor=true".into());
     lines.push("monitor-delay=\"20s\"".into());
@@ -371,12 +511,7 @@ fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
         lines.push(format!("router-id=\"{router_id}\""));
     }
 
-    let mut out = Map::new();
-    out.insert(CLOUD_CONFIG_KEY.into(), Value::String(lines.join("\n")));
-    if !ca_cert.is_empty() {
-        out.insert(KEYSTONE_CA_KEY.into(), Value::String(ca_cert.to_string()));
-    }
-    Ok(Value::Object(out))
+    Ok(config_data(lines.join("\n"), keystone.ca_cert))
 }
 
 /// The `--user-agent` values: domain name, tenant name (when readable) and the

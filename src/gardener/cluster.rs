@@ -111,7 +111,19 @@ view! {
     pub struct Kubernetes {
         "version" => pub version: Version,
         "kubeControllerManager" => pub kube_controller_manager: KubeControllerManager,
+        "kubeAPIServer" => pub kube_apiserver: KubeApiServer,
         "verticalPodAutoscaler" => pub vertical_pod_autoscaler: VerticalPodAutoscaler,
+    }
+}
+
+view! {
+    /// `spec.shoot.spec.kubernetes.kubeAPIServer`: what components read of it.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct KubeApiServer {
+        /// Feature gates by name (raw: booleans).
+        "featureGates" => pub feature_gates: Option<Value>,
+        /// API groups/versions switched on or off (raw: booleans by key).
+        "runtimeConfig" => pub runtime_config: Option<Value>,
     }
 }
 
@@ -128,6 +140,7 @@ impl Default for Kubernetes {
         Kubernetes {
             version: Version::new(0, 0, 0),
             kube_controller_manager: KubeControllerManager::default(),
+            kube_apiserver: KubeApiServer::default(),
             vertical_pod_autoscaler: VerticalPodAutoscaler::default(),
         }
     }
@@ -181,6 +194,8 @@ view! {
     /// `spec.shoot.spec.networking`: one CIDR per field in the spec.
     #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Networking {
+        /// The networking extension (`calico`, `cilium`).
+        "type" => pub type_: Option<String>,
         /// `IPv4`, `IPv6`; empty means IPv4.
         "ipFamilies" => pub ip_families: Strings,
         "pods" => pub pods: Strings,

@@ -59,6 +59,7 @@ pub(super) async fn plan(
         now: (actuator.now_unix)(),
         rotation: rotation(shoot),
         existing: &existing,
+        certificates: &actuator.spec.certificates(),
     })?)
 }
 

@@ -159,6 +159,7 @@ fn render_errors_name_the_controlplane() {
     s.insert_shoot(shoot(&["IPv4"], false));
     let cp = aws_cp(None, serde_json::json!([]));
     let (cp, shoot, _) = inputs_from_state(&s, cp).expect("inputs");
+    let spec = builtin_spec("aws").expect("spec");
     let input = RenderInput {
         cp: &cp,
         shoot: &shoot,
@@ -172,7 +173,7 @@ fn render_errors_name_the_controlplane() {
         "{:#}",
         render_text(
             &input,
-            &builtin_spec("aws").expect("spec"),
+            &spec,
             &[],
             Delivery {
                 managed_resources: false,

@@ -212,6 +212,42 @@ async fn control_plane_healthy_follows_the_deployment_and_the_managed_resources(
     assert!(message.contains("pod crashing"), "{message}");
 }
 
+/// The Deployments checked are the ones the provider's components declare
+/// (`health.deployments`), in order; each one missing is its own detail.
+#[tokio::test]
+async fn the_checked_deployments_are_the_ones_the_components_declare() {
+    let profile = scion::profile::Profile::builtin("aws").expect("aws");
+    let declared: Vec<String> = profile
+        .control_plane()
+        .expect("controlPlane")
+        .health_deployments()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(declared[0], "cloud-controller-manager", "{declared:?}");
+    let mut w = World::new(shoot(&["IPv4"], false));
+    w.checks.deployments = declared.clone();
+    let all: Vec<Deployment> = declared
+        .iter()
+        .map(|name| {
+            let mut d = deployment("True");
+            d.metadata.name = Some(name.clone());
+            d
+        })
+        .collect();
+    assert_eq!(w.pass(all.clone(), &healthy_mrs()).await, 1);
+    assert_eq!(w.condition()["status"], "True");
+    let last = declared.last().expect("one");
+    assert_eq!(
+        w.pass(all[..all.len() - 1].to_vec(), &healthy_mrs()).await,
+        1
+    );
+    assert_eq!(
+        w.condition()["message"],
+        format!("deployment \"{last}\" in namespace \"shoot--foo--bar\" not found.")
+    );
+}
+
 #[tokio::test]
 async fn the_status_patch_keeps_other_conditions_and_is_guarded() {
     let w = World::new(shoot(&["IPv4"], false));

@@ -137,6 +137,31 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
                 "keeps no certificate \"webhook-server\"",
             ],
         ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-managr]",
+            ),
+            vec![
+                file,
+                "field health.deployments[0]",
+                "\"cloud-controller-managr\" is not a Deployment of this component",
+            ],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager, cloud-controller-manager]",
+            ),
+            vec![file, "field health.deployments[1]", "is listed twice"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployment: [cloud-controller-manager]",
+            ),
+            vec![file, "health", "unknown field `deployment`"],
+        ),
     ];
     for (text, needles) in cases {
         let err = load_error("gcp", &text);

@@ -1,8 +1,10 @@
 //! The health checks that write `ControlPlane.status.conditions`
 //! (`extensions/pkg/controller/healthcheck`): every sync period (30 s) each
 //! ControlPlane of this provider gets the condition `ControlPlaneHealthy`
-//! from its CCM Deployment and its ManagedResources; gardenlet turns it into
-//! the Shoot's `ControlPlaneHealthy`.
+//! from the seed Deployments its components declare (`health.deployments` of
+//! each component file, as upstream's `pkg/controller/healthcheck/add.go`
+//! lists them) and its ManagedResources; gardenlet turns it into the Shoot's
+//! `ControlPlaneHealthy`.
 //!
 //! | situation | status | reason | message |
 //! |---|---|---|---|
@@ -13,7 +15,7 @@
 //!
 //! The checks, in this order (Gardener runs them in parallel and joins the
 //! details in completion order; scion's order is fixed):
-//! - Deployment `cloud-controller-manager` (`general.NewSeedDeploymentHealthChecker`):
+//! - each declared Deployment, in component order (`general.NewSeedDeploymentHealthChecker`):
 //!   `deployment "<name>" in namespace "<ns>" not found`, or `... is unhealthy:
 //!   <reason>` with the first of: observed generation outdated, `Available`
 //!   missing or not `True`, `Progressing` not `True`, `ReplicaFailure` not `False`;
@@ -21,8 +23,9 @@
 //!   `Managed Resource "<name>" in namespace "<ns>" not found`, or
 //!   `managed resource "<name>" in namespace "<ns>" is unhealthy: <reason>`.
 //!
-//! The checks read reflector caches (the controller's ControlPlanes, the CCM
-//! Deployments, the three ManagedResources by name), so a pass makes no read
+//! The checks read reflector caches (the controller's ControlPlanes, the
+//! declared Deployments and the ManagedResources, one cache per name, each
+//! selected by `metadata.name`), so a pass makes no read
 //! at all; it writes only when status, reason, message or codes change (as
 //! Gardener's condition builder, which keeps `lastUpdateTime` otherwise), so a
 //! steady seed sees no writes. `lastTransitionTime` moves with the status.
@@ -77,8 +80,6 @@ pub const REASON_SUCCESSFUL: &str = "HealthCheckSuccessful";
 pub const REASON_UNSUCCESSFUL: &str = "HealthCheckUnsuccessful";
 /// Gardener's default sync period.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(30);
-/// The labels of the CCM Deployments the Deployment cache holds.
-pub const CCM_SELECTOR: &str = "app=kubernetes,role=cloud-controller-manager";
 
 /// What the health checks look at and how often.
 pub struct HealthChecks {
@@ -87,7 +88,7 @@ pub struct HealthChecks {
     pub provider: String,
     pub classes: Vec<String>,
     pub period: Duration,
-    /// Deployments checked, in order.
+    /// Deployments checked, in order (the components' `health.deployments`).
     pub deployments: Vec<String>,
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
@@ -168,7 +169,9 @@ impl HealthMetrics {
 pub struct Caches {
     /// The controller's ControlPlane store (never awaited: see the module doc).
     pub controlplanes: Store<ControlPlane>,
-    pub deployments: Store<Deployment>,
+    /// The Deployment caches: one per declared name (each holds only
+    /// Deployments of that name), or one holding them all (filled by hand).
+    pub deployments: Vec<(String, Store<Deployment>)>,
     /// One cache per ManagedResource name.
     pub managed_resources: Vec<(String, Store<ManagedResource>)>,
     /// Per cache of the loop's own (Deployments, each ManagedResource): its
@@ -222,6 +225,7 @@ impl Caches {
     pub fn start(
         client: &kube::Client,
         controlplanes: Store<ControlPlane>,
+        deployments: &[String],
         managed_resources: &[String],
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> (Caches, impl Future<Output = ()> + Send + 'static) {
@@ -231,25 +235,29 @@ impl Caches {
             synced.push((name.clone(), rx));
             (name, tx)
         };
-        let (deployments, writer) = reflector::store();
-        let (name, tx) = signal("deployments".to_string());
-        let deployment_stream = watcher(
-            Api::<Deployment>::all(client.clone()),
-            watcher::Config::default()
-                .labels(CCM_SELECTOR)
-                .any_semantic(),
-        )
-        .default_backoff()
-        .modify(|d: &mut Deployment| {
-            d.metadata.managed_fields = None;
-            d.metadata.annotations = None;
-            if let Some(spec) = d.spec.as_mut() {
-                spec.template = Default::default();
-            }
-        })
-        .reflect(writer);
-        let mut streams: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> =
-            vec![Box::pin(drive(name, deployment_stream, tx))];
+        let mut streams: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> = Vec::new();
+        let mut deployment_stores = Vec::new();
+        for deployment in deployments {
+            let (store, writer) = reflector::store();
+            let (name, tx) = signal(format!("deployments {deployment}"));
+            let stream = watcher(
+                Api::<Deployment>::all(client.clone()),
+                watcher::Config::default()
+                    .fields(&format!("metadata.name={deployment}"))
+                    .any_semantic(),
+            )
+            .default_backoff()
+            .modify(|d: &mut Deployment| {
+                d.metadata.managed_fields = None;
+                d.metadata.annotations = None;
+                if let Some(spec) = d.spec.as_mut() {
+                    spec.template = Default::default();
+                }
+            })
+            .reflect(writer);
+            streams.push(Box::pin(drive(name, stream, tx)));
+            deployment_stores.push((deployment.clone(), store));
+        }
         let mut mr_stores = Vec::new();
         for mr in managed_resources {
             let (store, writer) = reflector::store();
@@ -281,7 +289,7 @@ impl Caches {
         (
             Caches {
                 controlplanes,
-                deployments,
+                deployments: deployment_stores,
                 managed_resources: mr_stores,
                 synced,
             },
@@ -310,10 +318,16 @@ impl Caches {
         );
         Caches {
             controlplanes,
-            deployments,
+            deployments: vec![("deployments".to_string(), deployments)],
             managed_resources,
             synced,
         }
+    }
+
+    /// The cached Deployment `namespace/name`, from whichever cache holds it.
+    pub fn deployment(&self, namespace: &str, name: &str) -> Option<Arc<Deployment>> {
+        let key = ObjectRef::new(name).within(namespace);
+        self.deployments.iter().find_map(|(_, s)| s.get(&key))
     }
 
     /// The caches not synced yet, with their last error.
@@ -480,9 +494,7 @@ impl HealthChecks {
         let mut details = Vec::new();
         if !shoot.hibernation_enabled() {
             for name in &self.deployments {
-                let live = caches
-                    .deployments
-                    .get(&ObjectRef::new(name).within(namespace));
+                let live = caches.deployment(namespace, name);
                 details.extend(check_deployment(namespace, name, live.as_deref()));
             }
             for (name, store) in &caches.managed_resources {
@@ -708,7 +720,13 @@ where
     S: Future<Output = ()> + Send + 'static,
 {
     tracing::info!(period = %crate::gardener::duration::text(checks.period), "starting the health checks");
-    let (caches, driver) = Caches::start(client, store, &checks.managed_resources, stop());
+    let (caches, driver) = Caches::start(
+        client,
+        store,
+        &checks.deployments,
+        &checks.managed_resources,
+        stop(),
+    );
     let loop_stop = stop();
     vec![
         ("the health-check caches", tokio::spawn(driver)),

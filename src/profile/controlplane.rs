@@ -96,6 +96,18 @@ impl ControlPlaneSpec {
             .collect()
     }
 
+    /// The seed Deployments the health checks look at (each component's
+    /// `health.deployments`), each once, in component order.
+    pub fn health_deployments(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for name in self.components.iter().flat_map(|c| &c.health_deployments) {
+            if !out.contains(&name.as_str()) {
+                out.push(name);
+            }
+        }
+        out
+    }
+
     /// The image names the components use, each once, in order.
     pub fn image_names(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

@@ -280,8 +280,9 @@ pub fn controller_context(
     Arc::new(reconciler)
 }
 
-/// The health checks of the ControlPlanes: the CCM Deployment and the
-/// ManagedResources the actuator writes.
+/// The health checks of the ControlPlanes: the seed Deployments the
+/// components declare (`health.deployments`) and the ManagedResources the
+/// actuator writes.
 pub fn health_checks(
     client: kube::Client,
     state: Arc<dyn StateSource>,
@@ -300,7 +301,13 @@ pub fn health_checks(
         provider: reconciler.provider.clone(),
         classes: reconciler.classes.clone(),
         period,
-        deployments: vec![controlplane::CCM_DEPLOYMENT.to_string()],
+        deployments: reconciler
+            .actuator
+            .spec
+            .health_deployments()
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
         managed_resources,
         now: controller::extension::status::now_rfc3339,
         concurrency,

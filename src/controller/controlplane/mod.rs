@@ -238,7 +238,8 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         for bundle in bundles(namespace, &rendered)? {
             deliver::apply(&self.client, &bundle).await?;
         }
-        certificates::cleanup(self, namespace, &plan).await?;
+        let mounting = certificates::mounting(&rendered, &plan);
+        certificates::cleanup(self, namespace, &plan, &mounting).await?;
         Ok(if rendered.requeue {
             Outcome::RequeueAfter(REQUEUE_AFTER)
         } else {

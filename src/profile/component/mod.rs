@@ -10,6 +10,8 @@
 //! shootAccess: [cloud-controller-manager]   # Secrets shoot-access-<name>, written directly
 //! certificates:                             # serving certificates, read as ${secrets.<name>}
 //! - {name: x-webhook, commonName: x-webhook, service: x-webhook, signedBy: currentCA}
+//! health:                                   # seed Deployments that join ControlPlaneHealthy
+//!   deployments: [cloud-controller-manager]
 //! values:                                   # named values, used as ${name}
 //!   labels: {app: kubernetes, role: cloud-controller-manager}
 //! objects:
@@ -199,6 +201,11 @@ pub struct Component {
     /// Named values, by name.
     pub values: BTreeMap<String, Node>,
     pub objects: Vec<ObjectTemplate>,
+    /// The seed Deployments (in the shoot namespace) whose health joins the
+    /// `ControlPlaneHealthy` condition, as upstream's
+    /// `pkg/controller/healthcheck/add.go` lists them; each is one of the
+    /// component's own `into: seed` Deployments.
+    pub health_deployments: Vec<String>,
 }
 
 /// One object (or, with `each`, several) of a component.
@@ -225,6 +232,8 @@ struct ComponentFile {
     certificates: Vec<CertificateFile>,
     #[serde(default)]
     values: BTreeMap<String, Value>,
+    #[serde(default)]
+    health: HealthFile,
     objects: Vec<ObjectFile>,
 }
 
@@ -251,6 +260,14 @@ enum SignedBy {
     /// Always the current CA (Gardener's `UseCurrentCA`).
     #[serde(rename = "currentCA")]
     CurrentCa,
+}
+
+/// `health:` of a component file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HealthFile {
+    #[serde(default)]
+    deployments: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -353,6 +370,26 @@ impl Component {
                 current_ca: c.signed_by == SignedBy::CurrentCa,
             });
         }
+        for (i, name) in raw.health.deployments.iter().enumerate() {
+            let field = format!("health.deployments[{i}]");
+            if raw.health.deployments[..i].contains(name) {
+                return Err(whole(field, format!("{name:?} is listed twice")));
+            }
+            let own = raw.objects.iter().any(|o| {
+                o.into == Destination::Seed
+                    && o.object.get("kind").and_then(Value::as_str) == Some("Deployment")
+                    && o.object.pointer("/metadata/name").and_then(Value::as_str)
+                        == Some(name.as_str())
+            });
+            if !own {
+                return Err(whole(
+                    field,
+                    format!(
+                        "{name:?} is not a Deployment of this component (an object `into: seed`, kind Deployment, metadata.name {name:?})"
+                    ),
+                ));
+            }
+        }
         let mut values = BTreeMap::new();
         for (name, v) in &raw.values {
             if !template::is_name(name) || ROOTS.iter().any(|(r, _)| r == name) {
@@ -420,6 +457,7 @@ impl Component {
             certificates,
             values,
             objects,
+            health_deployments: raw.health.deployments,
         };
         let mut secrets: Vec<&str> = known.secrets.to_vec();
         secrets.extend(component.certificates.iter().map(|c| c.name.as_str()));

@@ -19,7 +19,7 @@ use base64::engine::general_purpose::STANDARD;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use scion::cli::check::{Report, Verdict, check_seed};
-use scion::controller::controlplane::{self, SEED_MR, SHOOT_MR};
+use scion::controller::controlplane::{self, SEED_MR, SHOOT_CRDS_MR, SHOOT_MR};
 use scion::deploy::Extension;
 use scion::deploy::rbac::{self, check_cluster_role};
 use scion::managedresources::{self, Bundle, compare::secret_data};
@@ -387,6 +387,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
             ("ManagedResource", SEED_MR, Verdict::Matches),
             ("ManagedResource", SHOOT_MR, Verdict::Matches),
+            ("ManagedResource", SHOOT_CRDS_MR, Verdict::Matches),
         ],
         "{report:#?}"
     );
@@ -397,6 +398,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
             ("ManagedResource", SEED_MR, Verdict::Differs),
             ("ManagedResource", SHOOT_MR, Verdict::Missing),
+            ("ManagedResource", SHOOT_CRDS_MR, Verdict::Matches),
         ],
         "{report:#?}"
     );
@@ -439,6 +441,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
             ("ManagedResource", SEED_MR, Verdict::Differs),
             ("ManagedResource", SHOOT_MR, Verdict::Matches),
+            ("ManagedResource", SHOOT_CRDS_MR, Verdict::Matches),
         ],
         "{report:#?}"
     );

@@ -143,7 +143,8 @@ fn managed_resources_output_is_the_controllers_bundles() {
         [
             "extension-controlplane-configuration-seed",
             "extension-controlplane-seed",
-            "extension-controlplane-shoot"
+            "extension-controlplane-shoot",
+            "extension-controlplane-shoot-crds"
         ]
     );
 }

@@ -17,6 +17,7 @@ use support::controller::*;
 const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
 const SEED_MR: &str = "extension-controlplane-seed";
 const SHOOT_MR: &str = "extension-controlplane-shoot";
+const SHOOT_CRDS_MR: &str = "extension-controlplane-shoot-crds";
 
 /// The writes with the hash suffixes of Secret names cut off.
 fn unhashed_writes(f: &Fake) -> Vec<String> {
@@ -39,7 +40,7 @@ async fn created(shoot: &scion::gardener::ShootContext) -> Fake {
 }
 
 #[tokio::test]
-async fn create_writes_certificates_access_secret_and_three_managed_resources() {
+async fn create_writes_certificates_access_secret_and_four_managed_resources() {
     let shoot = shoot(&["IPv4"], false);
     let f = fake(state(shoot.clone()), "aws");
     let action = f
@@ -56,6 +57,8 @@ async fn create_writes_certificates_access_secret_and_three_managed_resources() 
             "POST secret",
             "POST secret",
             "POST secret",
+            "POST secret",
+            "POST mr",
             "POST secret",
             "POST mr",
             "POST secret",
@@ -85,6 +88,8 @@ async fn create_writes_certificates_access_secret_and_three_managed_resources() 
             SEED_MR,
             SHOOT_MR,
             SHOOT_MR,
+            SHOOT_CRDS_MR,
+            SHOOT_CRDS_MR,
         ]
     );
     let finalizer = &api.calls[0].body;

@@ -381,10 +381,10 @@ async fn a_hibernated_shoot_being_deleted_keeps_one_ccm_for_the_load_balancers()
 }
 
 /// A seed where the Go extension ran: its ManagedResources (other labels, an
-/// unhashed Secret), its CA and server certificate, and an
-/// `extension-controlplane-shoot-crds` scion does not render. scion updates
-/// the same ManagedResources in place (no second one), leaves the Go
-/// extension's old Secrets to GRM's garbage collector, and keeps the CRDs one.
+/// unhashed Secret), its CA and server certificate, and its
+/// `extension-controlplane-shoot-crds`. scion updates the same
+/// ManagedResources in place (no second one), the CRDs one included, and
+/// leaves the Go extension's old Secrets to GRM's garbage collector.
 #[tokio::test]
 async fn the_go_extensions_managed_resources_are_taken_over() {
     let shoot = shoot(&["IPv4"], false);
@@ -415,7 +415,7 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
         .await
         .expect("reconciles");
     let writes = f.writes();
-    for name in [CONFIG_MR, SEED_MR, SHOOT_MR] {
+    for name in [CONFIG_MR, SEED_MR, SHOOT_MR, SHOOT_CRDS_MR] {
         assert!(writes.contains(&format!("PUT mr/{name}")), "{writes:#?}");
         assert!(
             !writes.contains(&"POST mr".to_string()),
@@ -444,10 +444,6 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
             "true"
         );
     }
-    assert!(
-        !writes.iter().any(|w| w.contains(SHOOT_CRDS_MR)),
-        "{writes:#?}"
-    );
     let mrs = f
         .api
         .lock()
@@ -458,14 +454,16 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
         .len();
     assert_eq!(mrs, 4, "no doubles");
 
-    // On deletion the Go extension's CRDs ManagedResource goes too.
+    // On deletion the CRDs ManagedResource goes too, with the Secret it
+    // references (the Go extension's old one is GRM's garbage collector's).
+    let current = f.managed_resource(SHOOT_CRDS_MR).expect("MR")["spec"]["secretRefs"][0]["name"]
+        .as_str()
+        .expect("ref")
+        .to_string();
     deleting(&f);
     f.reconcile_stored().await.expect("deletes");
     assert!(f.managed_resource(SHOOT_CRDS_MR).is_none());
-    assert!(
-        f.get(&secret_path(&format!("{SHOOT_CRDS_MR}-0a1b2c3d")))
-            .is_none()
-    );
+    assert!(f.get(&secret_path(&current)).is_none());
 }
 
 /// Gardener does not wait for the shoot webhooks ManagedResource while

@@ -311,7 +311,10 @@ fn a_component_without_an_object_of_a_kind_renders_without_it() {
             "Deployment",
             "ServiceMonitor",
             "PrometheusRule",
-            "ClusterRoleBinding"
+            "ClusterRoleBinding",
+            "CustomResourceDefinition",
+            "CustomResourceDefinition",
+            "CustomResourceDefinition"
         ]
     );
 }

@@ -253,10 +253,12 @@ fn the_storage_classes_travel_in_their_own_managed_resource() {
             "extension-controlplane-configuration-seed",
             "extension-controlplane-seed",
             "extension-controlplane-shoot",
+            "extension-controlplane-shoot-crds",
             "extension-controlplane-storageclasses"
         ]
     );
-    assert_eq!(mrs[3].1["forceOverwriteAnnotations"], true);
+    assert_eq!(mrs[4].1["forceOverwriteAnnotations"], true);
+    assert_eq!(mrs[3].1["forceOverwriteAnnotations"], false);
     assert_eq!(mrs[2].1["forceOverwriteAnnotations"], false);
 }
 
@@ -432,7 +434,7 @@ fn a_broken_folder_is_refused_at_start_and_by_validate() {
     // A component the profile lists but the folder lacks.
     let dir = broken_copy(
         "profile.yaml",
-        "components: [cloud-controller-manager]",
+        "components: [cloud-controller-manager, shared/volume-snapshot-crds]",
         "components: [cloud-controller-manager, csi-driver]",
     );
     let out = scion(&["validate", "--provider-dir", dir.path().to_str().unwrap()]);

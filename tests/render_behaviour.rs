@@ -318,7 +318,24 @@ fn objects_land_in_their_managed_resources() {
         kinds(&r.access_secrets),
         pairs(&[("Secret", "shoot-access-cloud-controller-manager")])
     );
-    assert!(r.shoot_crds.is_empty() && r.storage_classes.is_empty());
+    assert_eq!(
+        kinds(&r.shoot_crds),
+        pairs(&[
+            (
+                "CustomResourceDefinition",
+                "volumesnapshotclasses.snapshot.storage.k8s.io"
+            ),
+            (
+                "CustomResourceDefinition",
+                "volumesnapshotcontents.snapshot.storage.k8s.io"
+            ),
+            (
+                "CustomResourceDefinition",
+                "volumesnapshots.snapshot.storage.k8s.io"
+            ),
+        ])
+    );
+    assert!(r.storage_classes.is_empty());
     for o in r.all() {
         assert!(
             o.object["metadata"].get("ownerReferences").is_none(),

@@ -199,20 +199,40 @@ fn control_plane(
     images: &ImageVector,
     files: &DataFiles<'_>,
 ) -> Result<ControlPlaneSpec, ProfileError> {
-    let known = Known {
-        images,
-        code: code.map(|c| c.0),
-        secrets: &[crate::secrets::SERVER_CONFIG],
+    let shared_files = |name: &str| {
+        crate::providers::shared::file(name)
+            .map(str::to_string)
+            .ok_or_else(|| format!("no file {name:?} in the shared folder"))
     };
     let mut components: Vec<Component> = Vec::with_capacity(section.components.len());
-    for (i, name) in section.components.iter().enumerate() {
+    for (i, listed) in section.components.iter().enumerate() {
+        // `shared/<name>`: a component of the shared folder, which every
+        // provider (built in or on disk) takes from there, not copied.
+        let (name, folder_files, component_file): (&str, &DataFiles<'_>, String) =
+            match listed.strip_prefix(crate::providers::shared::PREFIX) {
+                Some(name) => (
+                    name,
+                    &shared_files,
+                    format!("{}components/{name}.yaml", crate::providers::shared::PREFIX),
+                ),
+                None => (
+                    listed.as_str(),
+                    files,
+                    sibling(file, &format!("components/{listed}.yaml")),
+                ),
+            };
+        let known = Known {
+            files: folder_files,
+            images,
+            code: code.map(|c| c.0),
+            secrets: &[crate::secrets::SERVER_CONFIG],
+        };
         let path = format!("components/{name}.yaml");
-        let text = files(&path).map_err(|m| ProfileError::Field {
+        let text = folder_files(&path).map_err(|m| ProfileError::Field {
             file: file.to_string(),
             field: format!("controlPlane.components[{i}]"),
             message: m,
         })?;
-        let component_file = sibling(file, &path);
         let component = Component::parse(&component_file, &text, &known).map_err(|e| {
             if e.object.is_empty() || e.field.is_empty() {
                 // A field of the file, or a whole object or value.

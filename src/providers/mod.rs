@@ -9,6 +9,9 @@
 //! | `<p>/files/` | data files the rules name (unit bodies, scripts) |
 //! | `<p>/mod.rs` | the Rust a format needs, behind [`ProviderCode`]: the cloud config, the `cloudprovider` Secret's keys, how workload identity is recognised |
 //!
+//! Components that are the same for every provider (the volume-snapshot CRDs)
+//! live once in [`shared`]; a profile lists them as `shared/<name>`.
+//!
 //! The folders are embedded in the binary ([`builtin`]); a provider that is not
 //! built in is the same folder on disk (`--provider-dir`), without Rust, or
 //! naming the Rust of a built-in one (`code: aws` in its profile). Outside
@@ -20,6 +23,7 @@ mod azure;
 mod gcp;
 mod openstack;
 pub mod secret;
+pub mod shared;
 pub mod support;
 
 use std::collections::BTreeMap;

@@ -15,6 +15,8 @@
 //! values:                                   # named values, used as ${name}
 //!   labels: {app: kubernetes, role: cloud-controller-manager}
 //! objects:
+//! - into: shootCrds
+//!   file: crds/volumesnapshots.yaml         # an object kept in a file of its own, taken literally
 //! - into: seed                              # configuration | seed | shoot | shootCrds | storageClasses
 //!   when: {kubernetes: ">= 1.31"}           # optional
 //!   object:
@@ -280,7 +282,13 @@ struct ObjectFile {
     each: Option<String>,
     #[serde(default, rename = "as")]
     as_: Option<String>,
-    object: Value,
+    #[serde(default)]
+    object: Option<Value>,
+    /// A file of the component's folder holding the object as one YAML
+    /// document, taken literally (no placeholders): upstream manifests kept
+    /// byte for byte, such as CRDs.
+    #[serde(default)]
+    file: Option<String>,
 }
 
 /// A load error: the object (or `values.<name>`, or empty for the file) and
@@ -304,6 +312,9 @@ impl ComponentError {
 
 /// What expressions may name beyond [`ROOTS`], for the checks at load.
 pub struct Known<'a> {
+    /// The files of the folder the component is in (`file:` objects), by
+    /// path below it.
+    pub files: &'a crate::profile::DataFiles<'a>,
     pub images: &'a ImageVector,
     pub code: Option<&'a dyn ProviderCode>,
     /// The secrets manager's certificate configs.
@@ -376,9 +387,10 @@ impl Component {
                 return Err(whole(field, format!("{name:?} is listed twice")));
             }
             let own = raw.objects.iter().any(|o| {
+                let object = o.object.as_ref().unwrap_or(&Value::Null);
                 o.into == Destination::Seed
-                    && o.object.get("kind").and_then(Value::as_str) == Some("Deployment")
-                    && o.object.pointer("/metadata/name").and_then(Value::as_str)
+                    && object.get("kind").and_then(Value::as_str) == Some("Deployment")
+                    && object.pointer("/metadata/name").and_then(Value::as_str)
                         == Some(name.as_str())
             });
             if !own {
@@ -404,10 +416,24 @@ impl Component {
         }
         let mut objects = Vec::with_capacity(raw.objects.len());
         for (i, o) in raw.objects.into_iter().enumerate() {
-            let label = label(&o.object).unwrap_or_else(|| format!("objects[{i}]"));
+            let (object, literal) = match (o.object, &o.file) {
+                (Some(object), None) => (object, false),
+                (None, Some(path)) => (
+                    object_file(known, path).map_err(|m| whole(format!("objects[{i}].file"), m))?,
+                    true,
+                ),
+                _ => {
+                    return Err(whole(
+                        format!("objects[{i}]"),
+                        "an object needs exactly one of `object` (written here) and `file` (a file next to the component's folder)".into(),
+                    ));
+                }
+            };
+            let label = label(&object).unwrap_or_else(|| format!("objects[{i}]"));
             let at = |e: TemplateError| ComponentError::new(label.clone(), e);
-            check_manifest(&o.object)
-                .map_err(|(field, m)| at(TemplateError::new(m).at(field).at("object")))?;
+            let place = if literal { "file" } else { "object" };
+            check_manifest(&object)
+                .map_err(|(field, m)| at(TemplateError::new(m).at(field).at(place)))?;
             let when = o
                 .when
                 .as_ref()
@@ -438,7 +464,11 @@ impl Component {
                     Some((expr, name))
                 }
             };
-            let value = Node::parse(&o.object).map_err(|e| at(e.at("object")))?;
+            let value = if literal {
+                Node::Lit(object)
+            } else {
+                Node::parse(&object).map_err(|e| at(e.at("object")))?
+            };
             objects.push(ObjectTemplate {
                 into: o.into,
                 item: Item {
@@ -698,6 +728,23 @@ impl Component {
             out.extend(rendered.into_iter().map(|v| (object.into, v)));
         }
         Ok(out)
+    }
+}
+
+/// The object of a `file:` entry: one YAML document of the component's folder.
+fn object_file(known: &Known<'_>, path: &str) -> Result<Value, String> {
+    let text = (known.files)(path)?;
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .map_err(|e| format!("{path}: {e}"))?
+        .into_iter()
+        .filter(|d: &Value| !d.is_null())
+        .collect();
+    match <[Value; 1]>::try_from(documents) {
+        Ok([object]) => Ok(object),
+        Err(many) => Err(format!(
+            "{path}: holds {} YAML documents; a file holds exactly one object",
+            many.len()
+        )),
     }
 }
 

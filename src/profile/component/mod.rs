@@ -492,6 +492,7 @@ impl Component {
         let mut secrets: Vec<&str> = known.secrets.to_vec();
         secrets.extend(component.certificates.iter().map(|c| c.name.as_str()));
         component.check(&Known {
+            files: known.files,
             images: known.images,
             code: known.code,
             secrets: &secrets,

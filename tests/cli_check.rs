@@ -131,21 +131,27 @@ fn fake_api(
 
 /// The certificate Secrets the secrets manager keeps in `namespace`, as the
 /// API server lists them, and the serving certificate's Secret name.
-fn certificates(namespace: &str) -> (Vec<Value>, String) {
+fn certificates(namespace: &str) -> (Vec<Value>, secrets::Certificates) {
+    let profile = Profile::builtin("aws").unwrap();
     let plan = secrets::plan(&secrets::Request {
         provider: "aws",
         namespace,
         now: k8s_openapi::jiff::Timestamp::now().as_second(),
         rotation: secrets::CaRotation::default(),
         existing: &[],
+        certificates: &profile.control_plane().unwrap().certificates(),
     })
     .unwrap();
-    (plan.create, plan.server_secret)
+    (plan.create, plan.certificates)
 }
 
 /// The ManagedResources the controller writes for the example ControlPlane in
 /// `namespace`: its own render and bundling over the objects the fake serves.
-fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) -> Vec<Bundle> {
+fn controller_bundles(
+    namespace: &str,
+    served: &[Value],
+    certificates: &secrets::Certificates,
+) -> Vec<Bundle> {
     let dir = tempfile::tempdir().unwrap();
     for (i, object) in served.iter().enumerate() {
         std::fs::write(
@@ -166,7 +172,7 @@ fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) ->
             kube_apiserver_replicas: None,
             image_override: None,
             images: &images,
-            server_secret: Some(server_secret),
+            certificates,
         },
         profile.control_plane().unwrap(),
     )
@@ -271,11 +277,11 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
         // the ControlPlane, the certificates and the ManagedResources
         let mut cp = renamed(controlplane.clone(), ns);
         cp["spec"]["secretRef"]["namespace"] = json!(ns);
-        let (certs, server_secret) = certificates(ns);
+        let (certs, issued) = certificates(ns);
         let bundles = controller_bundles(
             ns,
             &[renamed(cluster.clone(), ns), cp.clone(), secret.clone()],
-            &server_secret,
+            &issued,
         );
         lists.insert(
             format!("/apis/extensions.gardener.cloud/v1alpha1/namespaces/{ns}/controlplanes"),

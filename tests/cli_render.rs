@@ -34,28 +34,61 @@ fn render(provider: &str, controlplane: &str) -> String {
 }
 
 /// The output without the secrets manager's Secrets (new keys every run),
-/// the serving certificate's Secret name replaced by a placeholder; the
-/// three Secrets (CA, bundle, server certificate) must be there.
+/// each certificate Secret's name replaced by `<config>-EPHEMERAL` and the CA
+/// bundle (webhook configurations carry it) by `CA-BUNDLE-EPHEMERAL`; the CA,
+/// the bundle and the CCM's server certificate must be there.
 fn without_ephemeral_certificates(text: &str) -> String {
     let docs: Vec<&str> = text.split("---\n").filter(|d| !d.is_empty()).collect();
     let (certificates, rest): (Vec<&str>, Vec<&str>) = docs
         .into_iter()
         .partition(|d| d.contains("managed-by: secrets-manager"));
-    assert_eq!(certificates.len(), 3, "CA, bundle and server certificate");
-    let server = certificates
-        .iter()
-        .find_map(|d| {
-            let doc: serde_json::Value = serde_saphyr::from_str(d).expect("yaml");
-            (doc["metadata"]["labels"]["name"] == "cloud-controller-manager-server")
-                .then(|| doc["metadata"]["name"].as_str().expect("name").to_string())
-        })
-        .expect("server certificate");
+    let mut names = Vec::new();
+    let mut bundle = None;
+    for d in &certificates {
+        let doc: serde_json::Value = serde_saphyr::from_str(d).expect("yaml");
+        let config = doc["metadata"]["labels"]["name"].as_str().expect("config");
+        names.push((
+            doc["metadata"]["name"].as_str().expect("name").to_string(),
+            format!("{config}-EPHEMERAL"),
+        ));
+        if let Some(b) = doc["data"]["bundle.crt"].as_str() {
+            bundle = Some(b.to_string());
+        }
+    }
+    let configs: Vec<&str> = names.iter().map(|(_, e)| e.as_str()).collect();
+    for want in [
+        "ca-provider-aws-controlplane-EPHEMERAL",
+        "ca-provider-aws-controlplane-bundle-EPHEMERAL",
+        "cloud-controller-manager-server-EPHEMERAL",
+    ] {
+        let want = want.replace("aws", &provider_of(&configs));
+        assert!(configs.contains(&want.as_str()), "{want} in {configs:?}");
+    }
+    // Longest names first: a bundle's name starts with its CA's config.
+    names.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
+    let bundle = bundle.expect("bundle");
     let mut out = String::new();
     for doc in rest {
+        let mut doc = doc.replace(&bundle, "CA-BUNDLE-EPHEMERAL");
+        for (name, placeholder) in &names {
+            doc = doc.replace(name, placeholder);
+        }
         out.push_str("---\n");
-        out.push_str(&doc.replace(&server, "cloud-controller-manager-server-EPHEMERAL"));
+        out.push_str(&doc);
     }
     out
+}
+
+/// The provider of the CA config among the certificate placeholders.
+fn provider_of(configs: &[&str]) -> String {
+    configs
+        .iter()
+        .find_map(|c| {
+            c.strip_prefix("ca-provider-")
+                .and_then(|r| r.strip_suffix("-controlplane-EPHEMERAL"))
+        })
+        .expect("a CA")
+        .to_string()
 }
 
 fn golden(name: &str, text: &str) {

@@ -80,7 +80,7 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
         kube_apiserver_replicas: None,
         image_override: None,
         images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        server_secret: Some(SERVER_SECRET),
+        certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
     };
     let plain = |output| Delivery {
         managed_resources: false,
@@ -112,7 +112,7 @@ fn managed_resources_output_is_the_controllers_bundles() {
         kube_apiserver_replicas: None,
         image_override: None,
         images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        server_secret: Some(SERVER_SECRET),
+        certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
     };
     let cert = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ca-provider-aws-controlplane-1", "namespace": NS}});
     let delivery = Delivery {
@@ -161,6 +161,7 @@ fn render_errors_name_the_controlplane() {
     s.insert_shoot(shoot(&["IPv4"], false));
     let cp = aws_cp(None, serde_json::json!([]));
     let (cp, shoot, _) = inputs_from_state(&s, cp).expect("inputs");
+    let spec = builtin_spec("aws").expect("spec");
     let input = RenderInput {
         cp: &cp,
         shoot: &shoot,
@@ -168,13 +169,13 @@ fn render_errors_name_the_controlplane() {
         kube_apiserver_replicas: None,
         image_override: None,
         images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        server_secret: Some(SERVER_SECRET),
+        certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
     };
     let err = format!(
         "{:#}",
         render_text(
             &input,
-            &builtin_spec("aws").expect("spec"),
+            &spec,
             &[],
             Delivery {
                 managed_resources: false,

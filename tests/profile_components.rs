@@ -203,7 +203,11 @@ fn render_gcp(
             kube_apiserver_replicas: None,
             image_override: None,
             images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            server_secret: Some(SERVER_SECRET),
+            certificates: &scion::secrets::Certificates::fixed(
+                SERVER_SECRET,
+                &spec.certificates(),
+                "",
+            ),
         },
         spec,
     )
@@ -305,7 +309,11 @@ fn a_component_without_an_object_of_a_kind_renders_without_it() {
             kube_apiserver_replicas: None,
             image_override: None,
             images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            server_secret: Some(SERVER_SECRET),
+            certificates: &scion::secrets::Certificates::fixed(
+                SERVER_SECRET,
+                &spec.certificates(),
+                "",
+            ),
         },
         &spec,
     )

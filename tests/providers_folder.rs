@@ -276,7 +276,11 @@ fn render_with(change: impl FnOnce(&mut scion::gardener::ShootContext)) -> scion
             shoot: &shoot,
             credentials: credentials.as_ref(),
             kube_apiserver_replicas: None,
-            server_secret: Some("cloud-controller-manager-server-0"),
+            certificates: &scion::secrets::Certificates::fixed(
+                "cloud-controller-manager-server-0",
+                &[],
+                "",
+            ),
             image_override: None,
             images: &profile.images,
         },

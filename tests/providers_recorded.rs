@@ -24,6 +24,8 @@ const PROVIDERS: [&str; 5] = ["alicloud", "aws", "azure", "gcp", "openstack"];
 
 /// The serving certificate's Secret name the renders use.
 const SERVER_SECRET: &str = "cloud-controller-manager-server-recorded";
+/// The CA bundle the renders use (webhook configurations carry it).
+const CA_BUNDLE: &str = "-----BEGIN CERTIFICATE-----\nrecorded\n-----END CERTIFICATE-----\n";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -67,7 +69,11 @@ fn render(provider: &str, delivery: Delivery) -> String {
             kube_apiserver_replicas: None,
             image_override: None,
             images: &images,
-            server_secret: Some(SERVER_SECRET),
+            certificates: &scion::secrets::Certificates::fixed(
+                SERVER_SECRET,
+                &profile.control_plane().expect("components").certificates(),
+                CA_BUNDLE,
+            ),
         },
         profile.control_plane().expect("components"),
         &[],

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use scion::cli::render::load_render_inputs;
 use scion::controller::controlplane::{SHOOT_CRDS_KEY, SHOOT_CRDS_MR, bundles};
-use scion::profile::{ImageVector, Profile};
+use scion::profile::Profile;
 use scion::render::{RenderInput, Rendered, render};
 use serde_json::Value;
 use sha2::Digest as _;
@@ -58,7 +58,7 @@ fn render_example(profile: &Profile, objects: &str, namespace: &str) -> Rendered
             shoot: &shoot,
             credentials: credentials.as_ref(),
             kube_apiserver_replicas: None,
-            server_secret: Some("server"),
+            certificates: &scion::secrets::Certificates::fixed("server", &spec.certificates(), ""),
             image_override: None,
             images: &profile.images,
         },

@@ -255,7 +255,11 @@ fn image_override_wins() {
             kube_apiserver_replicas: None,
             image_override: Some("example.org/ccm:dev"),
             images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            server_secret: Some(SERVER_SECRET),
+            certificates: &scion::secrets::Certificates::fixed(
+                SERVER_SECRET,
+                &spec.certificates(),
+                "",
+            ),
         },
         &spec,
     )

@@ -1734,7 +1734,12 @@ fn the_calico_policy_follows_overlay_networking_and_the_kube_apiserver_bands() {
         let mut s = gcp_shoot(minor);
         s.shoot.spec.networking.type_ = Some(networking.into());
         s.shoot.spec.networking.provider_config = Some(json!({"overlay": {"enabled": overlay}}));
-        s.shoot.spec.kubernetes.kube_api_server = kapi;
+        s.shoot.spec.kubernetes.kube_apiserver = kapi
+            .map(|v| scion::gardener::cluster::KubeApiServer {
+                feature_gates: v.get("featureGates").cloned(),
+                runtime_config: v.get("runtimeConfig").cloned(),
+            })
+            .unwrap_or_default();
         s
     };
     let gate_and = |version: &str| {

@@ -49,10 +49,10 @@ fn everything_on() -> Rendered {
     let mut shoot = (*shoot).clone();
     let s = &mut shoot.shoot;
     s.spec.kubernetes.version = Version::new(1, 35, 4);
-    s.spec.kubernetes.kube_api_server = Some(json!({
-        "featureGates": {"MutatingAdmissionPolicy": true},
-        "runtimeConfig": {"admissionregistration.k8s.io/v1beta1": true},
-    }));
+    s.spec.kubernetes.kube_apiserver = scion::gardener::cluster::KubeApiServer {
+        feature_gates: Some(json!({"MutatingAdmissionPolicy": true})),
+        runtime_config: Some(json!({"admissionregistration.k8s.io/v1beta1": true})),
+    };
     s.spec.networking.ip_families.0 = vec!["IPv4".into(), "IPv6".into()];
     s.spec.networking.pods.0.push("2001:db8:1::/48".into());
     s.spec.networking.services.0.push("2001:db8:2::/108".into());

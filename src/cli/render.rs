@@ -88,7 +88,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     };
     let spec = profile.control_plane()?;
     let images = super::provider::images(&profile)?;
-    let certificates = ephemeral_certificates(&provider, &cp, &shoot)?;
+    let certificates = ephemeral_certificates(&provider, &cp, &shoot, &spec.certificates())?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
@@ -97,7 +97,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
             images: &images,
-            server_secret: Some(&certificates.server_secret),
+            certificates: &certificates.certificates,
         },
         spec,
         &certificates.create,
@@ -116,6 +116,7 @@ pub fn ephemeral_certificates(
     provider: &str,
     cp: &ControlPlane,
     shoot: &ShootContext,
+    certificates: &[crate::secrets::ServerCertificate],
 ) -> anyhow::Result<crate::secrets::Plan> {
     let rotation = shoot.ca_rotation();
     Ok(crate::secrets::plan(&crate::secrets::Request {
@@ -130,6 +131,7 @@ pub fn ephemeral_certificates(
             completing: rotation.phase.as_deref() == Some("Completing"),
         },
         existing: &[],
+        certificates,
     })?)
 }
 

@@ -113,10 +113,19 @@ view! {
     pub struct Kubernetes {
         "version" => pub version: Version,
         "kubeControllerManager" => pub kube_controller_manager: KubeControllerManager,
+        "kubeAPIServer" => pub kube_apiserver: KubeApiServer,
         "verticalPodAutoscaler" => pub vertical_pod_autoscaler: VerticalPodAutoscaler,
-        /// The kube-apiserver's settings (raw: `featureGates`, `runtimeConfig`, …):
-        /// whether an API it serves is enabled.
-        "kubeAPIServer" => pub kube_api_server: Option<Value>,
+    }
+}
+
+view! {
+    /// `spec.shoot.spec.kubernetes.kubeAPIServer`: what components read of it.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct KubeApiServer {
+        /// Feature gates by name (raw: booleans).
+        "featureGates" => pub feature_gates: Option<Value>,
+        /// API groups/versions switched on or off (raw: booleans by key).
+        "runtimeConfig" => pub runtime_config: Option<Value>,
     }
 }
 
@@ -133,8 +142,8 @@ impl Default for Kubernetes {
         Kubernetes {
             version: Version::new(0, 0, 0),
             kube_controller_manager: KubeControllerManager::default(),
+            kube_apiserver: KubeApiServer::default(),
             vertical_pod_autoscaler: VerticalPodAutoscaler::default(),
-            kube_api_server: None,
         }
     }
 }

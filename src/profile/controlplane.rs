@@ -72,6 +72,18 @@ impl ControlPlaneSpec {
         out
     }
 
+    /// The serving certificates the components ask for beyond the CCM's, each
+    /// once, in order.
+    pub fn certificates(&self) -> Vec<crate::secrets::ServerCertificate> {
+        let mut out: Vec<crate::secrets::ServerCertificate> = Vec::new();
+        for c in self.components.iter().flat_map(|c| &c.certificates) {
+            if !out.iter().any(|k| k.name == c.name) {
+                out.push(c.clone());
+            }
+        }
+        out
+    }
+
     /// The destinations some component writes an object to whatever the
     /// shoot (an object without `when` and `each`): their ManagedResources
     /// always exist.

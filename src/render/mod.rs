@@ -28,6 +28,7 @@ use crate::profile::component::template::{walk, walk_ref};
 use crate::profile::component::{ComponentError, Destination, ROOTS, Roots};
 use crate::profile::{ControlPlaneSpec, Facts, FindOptions, ImageVector};
 use crate::providers::{CodeError, CodeInput};
+use crate::secrets::Certificates;
 
 /// Name of the CCM Deployment, Service and PodDisruptionBudget (Gardener's).
 pub const CCM_NAME: &str = "cloud-controller-manager";
@@ -73,9 +74,10 @@ pub struct RenderInput<'a> {
     /// is enabled (and the shoot is neither being deleted nor migrated); `None`
     /// (absent) counts as scaled down.
     pub kube_apiserver_replicas: Option<i32>,
-    /// The Secret the secrets manager put the CCM serving certificate in
-    /// (`cloud-controller-manager-server-<hash>`): `secrets.cloud-controller-manager-server`.
-    pub server_secret: Option<&'a str>,
+    /// The Secrets the secrets manager keeps the serving certificates in
+    /// (`secrets.<config>`, e.g. `cloud-controller-manager-server-<hash>`) and
+    /// the CA bundle (`caBundle`).
+    pub certificates: &'a Certificates,
     /// Image override (`--ccm-image`) of the profile's `ccmImage`; wins over
     /// the image vector.
     pub image_override: Option<&'a str>,
@@ -427,15 +429,26 @@ impl Roots for RenderRoots<'_> {
             "images" => return self.image(named()?).map(|v| walk(&v, &rest[1..])),
             "secrets" => {
                 let name = named()?;
-                if name != crate::secrets::SERVER_CONFIG {
-                    return Err(format!("the secrets manager keeps no certificate {name:?}"));
-                }
                 return input
-                    .server_secret
-                    .map(|s| Value::String(s.to_string()))
+                    .certificates
+                    .secrets
+                    .get(name)
+                    .map(|s| Value::String(s.clone()))
                     .ok_or_else(|| {
                         format!("the name of the generated Secret of {name} is missing")
                     });
+            }
+            "caBundle" => Value::String(input.certificates.ca_bundle.clone()),
+            "networkingType" => net_spec
+                .type_
+                .as_ref()
+                .map_or(Value::Null, |t| Value::String(t.clone())),
+            "kubeAPIServer" => {
+                let kas = &shoot.shoot.spec.kubernetes.kube_apiserver;
+                json!({
+                    "featureGates": kas.feature_gates.clone().unwrap_or(Value::Null),
+                    "runtimeConfig": kas.runtime_config.clone().unwrap_or(Value::Null),
+                })
             }
             "code" => return self.code(named()?).map(|v| walk(&v, &rest[1..])),
             "annotations" => {
@@ -469,11 +482,6 @@ impl Roots for RenderRoots<'_> {
                 .kube_controller_manager
                 .node_cidr_mask_size
                 .map_or(Value::Null, Value::from),
-            "networkingType" => net_spec
-                .type_
-                .as_ref()
-                .map_or(Value::Null, |t| Value::String(t.clone())),
-            "kubeAPIServer" => return below(shoot.shoot.spec.kubernetes.kube_api_server.as_ref()),
             other => {
                 debug_assert!(
                     !ROOTS.iter().any(|(r, _)| *r == other),
@@ -541,12 +549,13 @@ mod tests {
         .unwrap();
         let shoot = ShootContext::new("ns", semver::Version::new(1, 33, 0));
         let images = ImageVector::default();
+        let certificates = Certificates::fixed("srv", &[], "");
         let input = RenderInput {
             cp: &cp,
             shoot: &shoot,
             credentials: None,
             kube_apiserver_replicas: None,
-            server_secret: Some("srv"),
+            certificates: &certificates,
             image_override: None,
             images: &images,
         };

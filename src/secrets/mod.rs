@@ -14,6 +14,7 @@
 //! | CA `ca-provider-<p>-controlplane` | `<config>-<8 hex>[-<5 hex>]`, `persist=true` | `ca.crt`, `ca.key` | CN = the Secret name; 10 years; never renewed automatically; a new one when the shoot's CA rotation starts (`lastInitiationTime`), the previous one kept as *old* until the rotation completes |
 //! | bundle `ca-provider-<p>-controlplane-bundle` | `<config>-<8 hex>` | `bundle.crt` (current CA, then the old one while valid) | `bundle-for=<ca>` |
 //! | server `cloud-controller-manager-server` | `<config>-<8 hex>[-<5 hex>]`, type `kubernetes.io/tls` | `tls.crt`, `tls.key` | CN `cloud-controller-manager`, the Service's four DNS names, ExtKeyUsage serverAuth, signed by the old CA while one exists; 10 years; renewed at 80 % of its validity or 10 days before its end |
+//! | server, a component's `certificates:` entry | as the CCM's | as the CCM's | its CN and its Service's DNS names; `signedBy: currentCA` signs with the current CA even during a rotation (Gardener's `UseCurrentCA`, for webhooks whose configuration carries the bundle) |
 //!
 //! Every Secret is immutable and labelled `name`, `managed-by=secrets-manager`,
 //! `manager-identity=provider-<p>-controlplane`, `checksum-of-config`,
@@ -101,6 +102,34 @@ pub struct CaRotation {
     pub completing: bool,
 }
 
+/// A serving certificate for a Service in the shoot namespace, signed by the
+/// control-plane CA: the CCM's, and those components ask for
+/// (`certificates:` in a component file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerCertificate {
+    /// The config name: the Secret's `name` label and the prefix of its name.
+    pub name: String,
+    pub common_name: String,
+    /// The Service whose DNS names the certificate carries (in the shoot namespace).
+    pub service: String,
+    /// Signed by the current CA even while a rotation keeps the old one
+    /// (Gardener's `SignedByCA(ca, UseCurrentCA)`, for a webhook whose
+    /// configuration carries the bundle); otherwise by the old CA while one exists.
+    pub current_ca: bool,
+}
+
+impl ServerCertificate {
+    /// The CCM's: CN `cloud-controller-manager`, the Service's DNS names.
+    pub fn ccm() -> Self {
+        ServerCertificate {
+            name: SERVER_CONFIG.to_string(),
+            common_name: SERVER_COMMON_NAME.to_string(),
+            service: SERVER_COMMON_NAME.to_string(),
+            current_ca: false,
+        }
+    }
+}
+
 /// What [`plan`] is given.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -112,6 +141,9 @@ pub struct Request<'a> {
     /// The Secrets of the identity in the namespace (labels `managed-by` and
     /// `manager-identity` selected).
     pub existing: &'a [Secret],
+    /// Serving certificates beyond the CCM's, in order (the components'
+    /// `certificates:`).
+    pub certificates: &'a [ServerCertificate],
 }
 
 /// The decision: Secrets to create (in order), the ones in use, the stale ones.
@@ -121,10 +153,58 @@ pub struct Plan {
     pub create: Vec<Value>,
     /// Name of the CCM serving certificate Secret the Deployment mounts.
     pub server_secret: String,
+    /// The Secret names of every serving certificate and the CA bundle, as
+    /// the components read them (`secrets.<config>`, `caBundle`).
+    pub certificates: Certificates,
     /// Names of the Secrets in use (current and old CA, bundle, server).
     pub in_use: Vec<String>,
     /// Existing Secrets of the identity not in use: `Cleanup` deletes them.
     pub stale: Vec<String>,
+}
+
+/// What the components read of the secrets manager: the Secret each
+/// certificate config is kept in, and the CA bundle's text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Certificates {
+    /// Config name (`cloud-controller-manager-server`) to Secret name.
+    pub secrets: BTreeMap<String, String>,
+    /// `bundle.crt` of `ca-provider-<p>-controlplane-bundle`: the current CA,
+    /// then the old one while valid (what `Get(ca)` gives Gardener's values
+    /// providers).
+    pub ca_bundle: String,
+}
+
+impl Certificates {
+    /// Fixed names (tests, renders that plan no certificates): the CCM's
+    /// certificate in `server_secret`, each of `configs` in `<config>-fixed`.
+    pub fn fixed(server_secret: &str, configs: &[ServerCertificate], ca_bundle: &str) -> Self {
+        let mut secrets = BTreeMap::new();
+        secrets.insert(SERVER_CONFIG.to_string(), server_secret.to_string());
+        for c in configs {
+            secrets
+                .entry(c.name.clone())
+                .or_insert_with(|| format!("{}-fixed", c.name));
+        }
+        Certificates {
+            secrets,
+            ca_bundle: ca_bundle.to_string(),
+        }
+    }
+
+    /// Every config named after itself with an empty bundle: for a render
+    /// whose certificate names do not matter (the configuration re-applied
+    /// before a deletion).
+    pub fn named_after_configs(configs: &[ServerCertificate]) -> Self {
+        let mut secrets = BTreeMap::new();
+        secrets.insert(SERVER_CONFIG.to_string(), SERVER_CONFIG.to_string());
+        for c in configs {
+            secrets.insert(c.name.clone(), c.name.clone());
+        }
+        Certificates {
+            secrets,
+            ca_bundle: String::new(),
+        }
+    }
 }
 
 /// Why certificates could not be planned.
@@ -212,7 +292,8 @@ impl Known {
     }
 }
 
-/// Plan the CA, its bundle and the CCM serving certificate of `request`.
+/// Plan the CA, its bundle and the serving certificates (the CCM's, then
+/// `request.certificates`) of `request`.
 ///
 /// The states of a config, in order, the first that holds decides:
 /// 1. an existing Secret with the config's `name` label, the wanted rotation
@@ -326,20 +407,69 @@ pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
         }
     }
 
-    // The server certificate, signed by the old CA while one exists.
-    let signer = old_ca.as_ref().unwrap_or(&ca);
+    // The serving certificates: the CCM's, then the components'.
+    let mut secrets = BTreeMap::new();
+    let mut server_secret = String::new();
+    for config in std::iter::once(&ServerCertificate::ccm()).chain(request.certificates) {
+        if secrets.contains_key(&config.name) {
+            continue;
+        }
+        // Signed by the old CA while one exists, unless it asks for the current one.
+        let signer = if config.current_ca {
+            &ca
+        } else {
+            old_ca.as_ref().unwrap_or(&ca)
+        };
+        let name = server_certificate(request, &existing, &identity, config, signer, &mut create)?;
+        if config.name == SERVER_CONFIG {
+            server_secret = name.clone();
+        }
+        in_use.push(name.clone());
+        secrets.insert(config.name.clone(), name);
+    }
+
+    let stale = existing
+        .iter()
+        .filter(|s| !in_use.contains(&s.name))
+        .map(|s| s.name.clone())
+        .collect();
+    Ok(Plan {
+        create,
+        server_secret,
+        certificates: Certificates {
+            secrets,
+            ca_bundle: bundle_text,
+        },
+        in_use,
+        stale,
+    })
+}
+
+/// One serving certificate: an existing Secret with the config's `name`
+/// label, the wanted rotation label, signing CA, common name and DNS names,
+/// else a new one (created). The wanted rotation label is the one of the
+/// config's newest Secret, or now when that one is due for renewal (80 % of
+/// its validity, or 10 days before its end).
+fn server_certificate(
+    request: &Request<'_>,
+    existing: &[Known],
+    identity: &str,
+    config: &ServerCertificate,
+    signer: &Known,
+    create: &mut Vec<Value>,
+) -> Result<String, SecretsError> {
     let signing_checksum = signer.signing_checksum();
-    let dns = service_dns_names(SERVER_COMMON_NAME, request.namespace);
+    let dns = service_dns_names(&config.service, request.namespace);
     let server_checksum = config_checksum(
         &[
-            &["server", SERVER_CONFIG, SERVER_COMMON_NAME][..],
+            &["server", config.name.as_str(), config.common_name.as_str()][..],
             &dns.iter().map(String::as_str).collect::<Vec<_>>(),
         ]
         .concat(),
     );
     let newest_server = existing
         .iter()
-        .filter(|s| s.label(LABEL_NAME) == SERVER_CONFIG)
+        .filter(|s| s.label(LABEL_NAME) == config.name)
         .max_by_key(|s| s.created);
     let mut server_rotation = newest_server
         .map(|s| s.label(LABEL_ROTATION).to_string())
@@ -350,73 +480,58 @@ pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
         server_rotation = request.now.to_string();
     }
     let usable = |s: &&Known| -> bool {
-        s.label(LABEL_NAME) == SERVER_CONFIG
+        s.label(LABEL_NAME) == config.name
             && s.label(LABEL_ROTATION) == server_rotation
             && s.label(LABEL_CHECKSUM_SIGNING_CA) == signing_checksum
             && s.data
                 .get("tls.crt")
                 .and_then(|pem| inspect(pem).ok())
-                .is_some_and(|info| info.common_name == SERVER_COMMON_NAME && info.dns_names == dns)
+                .is_some_and(|info| info.common_name == config.common_name && info.dns_names == dns)
             && s.data.contains_key("tls.key")
     };
-    let server = match existing.iter().filter(usable).max_by_key(|s| s.created) {
-        Some(found) => found.name.clone(),
-        None => {
-            let name = secret_name(
-                SERVER_CONFIG,
-                &server_checksum,
-                &signing_checksum,
-                &server_rotation,
-            );
-            let generated = generate::server(
-                SERVER_COMMON_NAME,
-                &dns,
-                signer
-                    .data
-                    .get("ca.crt")
-                    .zip(signer.data.get("ca.key"))
-                    .ok_or_else(|| SecretsError::Malformed {
-                        name: signer.name.clone(),
-                        reason: "a CA Secret needs ca.crt and ca.key".into(),
-                    })?,
-                request.now,
-            )?;
-            let object = secret_object(
-                &name,
-                request.namespace,
-                labels(&[
-                    (LABEL_NAME, SERVER_CONFIG),
-                    (LABEL_MANAGED_BY, MANAGED_BY),
-                    (LABEL_IDENTITY, &identity),
-                    (LABEL_CHECKSUM_CONFIG, &server_checksum),
-                    (LABEL_CHECKSUM_SIGNING_CA, &signing_checksum),
-                    (LABEL_ROTATION, &server_rotation),
-                    (LABEL_ISSUED_AT, &generated.not_before.to_string()),
-                    (LABEL_VALID_UNTIL, &generated.not_after.to_string()),
-                ]),
-                &[
-                    ("tls.crt", &generated.cert_pem),
-                    ("tls.key", &generated.key_pem),
-                ],
-                "kubernetes.io/tls",
-            );
-            create.push(object);
-            name
-        }
-    };
-    in_use.push(server.clone());
-
-    let stale = existing
-        .iter()
-        .filter(|s| !in_use.contains(&s.name))
-        .map(|s| s.name.clone())
-        .collect();
-    Ok(Plan {
-        create,
-        server_secret: server,
-        in_use,
-        stale,
-    })
+    if let Some(found) = existing.iter().filter(usable).max_by_key(|s| s.created) {
+        return Ok(found.name.clone());
+    }
+    let name = secret_name(
+        &config.name,
+        &server_checksum,
+        &signing_checksum,
+        &server_rotation,
+    );
+    let generated = generate::server(
+        &config.common_name,
+        &dns,
+        signer
+            .data
+            .get("ca.crt")
+            .zip(signer.data.get("ca.key"))
+            .ok_or_else(|| SecretsError::Malformed {
+                name: signer.name.clone(),
+                reason: "a CA Secret needs ca.crt and ca.key".into(),
+            })?,
+        request.now,
+    )?;
+    let object = secret_object(
+        &name,
+        request.namespace,
+        labels(&[
+            (LABEL_NAME, &config.name),
+            (LABEL_MANAGED_BY, MANAGED_BY),
+            (LABEL_IDENTITY, identity),
+            (LABEL_CHECKSUM_CONFIG, &server_checksum),
+            (LABEL_CHECKSUM_SIGNING_CA, &signing_checksum),
+            (LABEL_ROTATION, &server_rotation),
+            (LABEL_ISSUED_AT, &generated.not_before.to_string()),
+            (LABEL_VALID_UNTIL, &generated.not_after.to_string()),
+        ]),
+        &[
+            ("tls.crt", &generated.cert_pem),
+            ("tls.key", &generated.key_pem),
+        ],
+        "kubernetes.io/tls",
+    );
+    create.push(object);
+    Ok(name)
 }
 
 /// Whether a certificate Secret is due for renewal: after its renewal

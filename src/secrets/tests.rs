@@ -23,6 +23,7 @@ fn request<'a>(existing: &'a [Secret], now: i64, rotation: CaRotation) -> Reques
         now,
         rotation,
         existing,
+        certificates: &[],
     }
 }
 
@@ -292,4 +293,85 @@ fn a_go_extensions_secrets_are_taken_over_by_their_labels() {
         "cloud-controller-manager-server-9a8b7c6d"
     );
     assert_eq!(taken.create.len(), 1, "only the bundle is new");
+}
+
+#[test]
+fn a_component_certificate_signed_by_the_current_ca_follows_a_rotation_at_once() {
+    let webhook = ServerCertificate {
+        name: "acme-webhook-service".into(),
+        common_name: "acme-webhook-service".into(),
+        service: "acme-webhook-service".into(),
+        current_ca: true,
+    };
+    let configs = std::slice::from_ref(&webhook);
+    let with = |existing: &'_ [Secret], now: i64, rotation: CaRotation| {
+        let mut r = request(existing, now, rotation);
+        r.certificates = configs;
+        plan(&r).unwrap()
+    };
+    let first = with(&[], NOW, CaRotation::default());
+    assert_eq!(
+        first.create.len(),
+        4,
+        "CA, bundle, CCM and webhook certificates"
+    );
+    let cert = by_name(&first, "acme-webhook-service");
+    assert_eq!(cert["type"], "kubernetes.io/tls");
+    let info = inspect(&data(cert, "tls.crt")).unwrap();
+    assert_eq!(info.common_name, "acme-webhook-service");
+    assert_eq!(
+        info.dns_names,
+        service_dns_names("acme-webhook-service", NS)
+    );
+    assert_eq!(
+        first.certificates.secrets["acme-webhook-service"],
+        cert["metadata"]["name"]
+    );
+    assert_eq!(
+        first.certificates.secrets[SERVER_CONFIG],
+        first.server_secret
+    );
+    let ca = by_name(&first, "ca-provider-aws-controlplane");
+    assert_eq!(
+        first.certificates.ca_bundle.as_bytes(),
+        data(ca, "ca.crt"),
+        "the bundle is the CA alone before a rotation"
+    );
+    // A rotation starts: the CCM's stays signed by the old CA, the webhook's
+    // is re-signed by the new one; the bundle carries both.
+    let existing: Vec<Secret> = first.create.iter().map(|o| stored(o, NOW)).collect();
+    let started = NOW + 86_400;
+    let rotated = with(
+        &existing,
+        started + 10,
+        CaRotation {
+            last_initiation: Some(started),
+            completing: false,
+        },
+    );
+    assert_eq!(rotated.server_secret, first.server_secret);
+    let new_ca = by_name(&rotated, "ca-provider-aws-controlplane");
+    let renewed = by_name(&rotated, "acme-webhook-service");
+    let mut new_data = BTreeMap::new();
+    new_data.insert("ca.crt".to_string(), data(new_ca, "ca.crt"));
+    new_data.insert("ca.key".to_string(), data(new_ca, "ca.key"));
+    let mut want = checksum::per_key_checksum(&new_data);
+    want.truncate(63);
+    assert_eq!(
+        renewed["metadata"]["labels"]["checksum-of-signing-ca"],
+        want
+    );
+    assert_ne!(
+        rotated.certificates.secrets["acme-webhook-service"],
+        first.certificates.secrets["acme-webhook-service"]
+    );
+    assert_eq!(
+        rotated.certificates.ca_bundle.as_bytes(),
+        [data(new_ca, "ca.crt"), data(ca, "ca.crt")].concat()
+    );
+    assert!(
+        rotated
+            .stale
+            .contains(&first.certificates.secrets["acme-webhook-service"])
+    );
 }

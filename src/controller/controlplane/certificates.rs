@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use super::{CCM_DEPLOYMENT, ControlPlaneActuator};
+use super::ControlPlaneActuator;
 use crate::controller::Error;
 use crate::gardener::ShootContext;
 use crate::secrets::{self, CaRotation, Plan, Request};
@@ -59,6 +59,7 @@ pub(super) async fn plan(
         now: (actuator.now_unix)(),
         rotation: rotation(shoot),
         existing: &existing,
+        certificates: &actuator.spec.certificates(),
     })?)
 }
 
@@ -84,18 +85,23 @@ pub(super) async fn ensure(
     Ok(plan)
 }
 
-/// `Cleanup`: delete the stale Secrets, except those the live CCM Deployment
-/// still mounts (GRM rolls it to the new certificate; the next operation
-/// deletes the old one).
+/// `Cleanup`: delete the stale Secrets, except those a live Deployment that
+/// mounts a serving certificate (`mounting`: the CCM's, a webhook's) still
+/// mounts (GRM rolls it to the new certificate; the next operation deletes
+/// the old one).
 pub(super) async fn cleanup(
     actuator: &ControlPlaneActuator,
     namespace: &str,
     plan: &Plan,
+    mounting: &[String],
 ) -> Result<(), Error> {
     if plan.stale.is_empty() {
         return Ok(());
     }
-    let mounted = mounted_secrets(actuator, namespace).await?;
+    let mut mounted = Vec::new();
+    for deployment in mounting {
+        mounted.extend(mounted_secrets(actuator, namespace, deployment).await?);
+    }
     for name in plan.stale.iter().filter(|n| !mounted.contains(n)) {
         delete(actuator, namespace, name).await?;
     }
@@ -127,15 +133,40 @@ async fn delete(actuator: &ControlPlaneActuator, namespace: &str, name: &str) ->
     }
 }
 
-/// The Secret volumes of the live CCM Deployment's pod template.
+/// The seed Deployments of a render whose pod templates mount one of the
+/// serving certificates: those whose live copies `cleanup` asks.
+pub(super) fn mounting(rendered: &crate::render::Rendered, plan: &Plan) -> Vec<String> {
+    let certificates: Vec<&String> = plan.certificates.secrets.values().collect();
+    rendered
+        .seed
+        .iter()
+        .filter(|o| o.kind == "Deployment")
+        .filter(|o| {
+            o.object
+                .pointer("/spec/template/spec/volumes")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|volumes| {
+                    volumes.iter().any(|v| {
+                        v.pointer("/secret/secretName")
+                            .and_then(serde_json::Value::as_str)
+                            .is_some_and(|s| certificates.iter().any(|c| c.as_str() == s))
+                    })
+                })
+        })
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// The Secret volumes of a live Deployment's pod template.
 async fn mounted_secrets(
     actuator: &ControlPlaneActuator,
     namespace: &str,
+    name: &str,
 ) -> Result<Vec<String>, Error> {
     let live = Api::<Deployment>::namespaced(actuator.client.clone(), namespace)
-        .get_opt(CCM_DEPLOYMENT)
+        .get_opt(name)
         .await
-        .map_err(|e| Error::kube(format!("get Deployment {namespace}/{CCM_DEPLOYMENT}"), e))?;
+        .map_err(|e| Error::kube(format!("get Deployment {namespace}/{name}"), e))?;
     Ok(live
         .and_then(|d| d.spec)
         .and_then(|s| s.template.spec)

@@ -134,7 +134,7 @@ impl ControlPlaneActuator {
         &self,
         cp: &ControlPlane,
         shoot: &ShootContext,
-        server_secret: &str,
+        certificates: &crate::secrets::Certificates,
     ) -> Result<Rendered, Error> {
         let namespace = cp.namespace();
         let secret_ns = cp.spec.secret_ref.namespace.as_deref().unwrap_or(namespace);
@@ -161,7 +161,7 @@ impl ControlPlaneActuator {
                 kube_apiserver_replicas,
                 image_override: self.image_override.as_deref(),
                 images: &self.images,
-                server_secret: Some(server_secret),
+                certificates,
             },
             &self.spec,
         )?)
@@ -186,7 +186,7 @@ impl ControlPlaneActuator {
     pub async fn desired(&self, cp: &ControlPlane, shoot: &ShootContext) -> Result<Desired, Error> {
         let namespace = cp.namespace();
         let plan = certificates::plan(self, namespace, shoot).await?;
-        let rendered = self.render(cp, shoot, &plan.server_secret).await?;
+        let rendered = self.render(cp, shoot, &plan.certificates).await?;
         let bundles = bundles(namespace, &rendered)?;
         Ok(Desired { plan, bundles })
     }
@@ -231,14 +231,15 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
     async fn reconcile(&self, cp: &ControlPlane, shoot: &ShootContext) -> Result<Outcome, Error> {
         let namespace = cp.namespace();
         let plan = certificates::ensure(self, namespace, shoot).await?;
-        let rendered = self.render(cp, shoot, &plan.server_secret).await?;
+        let rendered = self.render(cp, shoot, &plan.certificates).await?;
         for secret in &rendered.access_secrets {
             deliver::ensure_access_secret(&self.client, secret).await?;
         }
         for bundle in bundles(namespace, &rendered)? {
             deliver::apply(&self.client, &bundle).await?;
         }
-        certificates::cleanup(self, namespace, &plan).await?;
+        let mounting = certificates::mounting(&rendered, &plan);
+        certificates::cleanup(self, namespace, &plan, &mounting).await?;
         Ok(if rendered.requeue {
             Outcome::RequeueAfter(REQUEUE_AFTER)
         } else {
@@ -263,7 +264,9 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
             .unconditional_destinations()
             .contains(&Destination::Configuration)
         {
-            match self.render(cp, shoot, crate::secrets::SERVER_CONFIG).await {
+            let names =
+                crate::secrets::Certificates::named_after_configs(&self.spec.certificates());
+            match self.render(cp, shoot, &names).await {
                 Ok(rendered) => {
                     if let Some(config) = bundles(namespace, &rendered)?
                         .into_iter()

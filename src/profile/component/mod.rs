@@ -8,6 +8,8 @@
 //! ```yaml
 //! name: cloud-controller-manager
 //! shootAccess: [cloud-controller-manager]   # Secrets shoot-access-<name>, written directly
+//! certificates:                             # serving certificates, read as ${secrets.<name>}
+//! - {name: x-webhook, commonName: x-webhook, service: x-webhook, signedBy: currentCA}
 //! health:                                   # seed Deployments that join ControlPlaneHealthy
 //!   deployments: [cloud-controller-manager]
 //! values:                                   # named values, used as ${name}
@@ -45,6 +47,7 @@ use self::template::{Eval, Item, Node, TemplateError, Used, Values, walk};
 use super::condition::{Condition, Facts, Place};
 use super::imagevector::ImageVector;
 use crate::providers::ProviderCode;
+use crate::secrets::ServerCertificate;
 
 /// The ManagedResource (or none) an object travels in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -139,7 +142,11 @@ pub const ROOTS: &[(&str, &str)] = &[
     ),
     (
         "secrets",
-        "`secrets.<config>`: the Secret the secrets manager keeps that certificate in (`cloud-controller-manager-server`)",
+        "`secrets.<config>`: the Secret the secrets manager keeps that certificate in (`cloud-controller-manager-server`, or a component's `certificates:` entry)",
+    ),
+    (
+        "caBundle",
+        "the control-plane CA bundle (`bundle.crt`: the current CA, then the old one during a rotation), as text",
     ),
     ("annotations", "the shoot's annotations"),
     (
@@ -160,6 +167,14 @@ pub const ROOTS: &[(&str, &str)] = &[
     ),
     ("ipFamilies", "the shoot's `spec.networking.ipFamilies`"),
     (
+        "networkingType",
+        "the shoot's `spec.networking.type` (`calico`, `cilium`, …; absent when unset)",
+    ),
+    (
+        "kubeAPIServer",
+        "`{featureGates, runtimeConfig}` of the shoot's `spec.kubernetes.kubeAPIServer` (maps; absent when unset)",
+    ),
+    (
         "podCIDRs",
         "the shoot's pod CIDRs, spec then status, without duplicates",
     ),
@@ -176,14 +191,6 @@ pub const ROOTS: &[(&str, &str)] = &[
         "`spec.kubernetes.kubeControllerManager.nodeCIDRMaskSize` (a number, absent when unset)",
     ),
     (
-        "networkingType",
-        "the shoot's `spec.networking.type` (`calico`, `cilium`; absent when unset)",
-    ),
-    (
-        "kubeAPIServer",
-        "the shoot's `spec.kubernetes.kubeAPIServer` (`featureGates`, `runtimeConfig`, …; absent when unset)",
-    ),
-    (
         "code",
         "`code.<name>`: a value the provider folder's Rust computes (the profile's `code`)",
     ),
@@ -198,6 +205,9 @@ pub struct Component {
     /// Service accounts in the shoot's `kube-system` whose tokens the
     /// component uses: a Secret `shoot-access-<name>` each, written directly.
     pub shoot_access: Vec<String>,
+    /// Serving certificates the secrets manager keeps for the component
+    /// (`certificates:`), read as `secrets.<name>`.
+    pub certificates: Vec<ServerCertificate>,
     /// Named values, by name.
     pub values: BTreeMap<String, Node>,
     pub objects: Vec<ObjectTemplate>,
@@ -229,10 +239,37 @@ struct ComponentFile {
     #[serde(default)]
     shoot_access: Vec<String>,
     #[serde(default)]
+    certificates: Vec<CertificateFile>,
+    #[serde(default)]
     values: BTreeMap<String, Value>,
     #[serde(default)]
     health: HealthFile,
     objects: Vec<ObjectFile>,
+}
+
+/// A `certificates:` entry: a serving certificate for a Service of the
+/// shoot namespace, signed by the control-plane CA.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CertificateFile {
+    name: String,
+    common_name: String,
+    /// The Service whose four DNS names the certificate carries.
+    service: String,
+    #[serde(default)]
+    signed_by: SignedBy,
+}
+
+/// Which CA signs a component's certificate.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+enum SignedBy {
+    /// The old CA while a rotation keeps one, else the current (Gardener's default).
+    #[default]
+    #[serde(rename = "ca")]
+    Ca,
+    /// Always the current CA (Gardener's `UseCurrentCA`).
+    #[serde(rename = "currentCA")]
+    CurrentCa,
 }
 
 /// `health:` of a component file.
@@ -319,6 +356,38 @@ impl Component {
                     format!("{sa:?} is not a service account name"),
                 ));
             }
+        }
+        let mut certificates: Vec<ServerCertificate> = Vec::new();
+        for (i, c) in raw.certificates.iter().enumerate() {
+            for (field, text) in [
+                ("name", &c.name),
+                ("commonName", &c.common_name),
+                ("service", &c.service),
+            ] {
+                if !template::is_name(text) {
+                    return Err(whole(
+                        format!("certificates[{i}].{field}"),
+                        format!("{text:?} is not a name (letters, digits, - and _)"),
+                    ));
+                }
+            }
+            if known.secrets.contains(&c.name.as_str())
+                || certificates.iter().any(|k| k.name == c.name)
+            {
+                return Err(whole(
+                    format!("certificates[{i}].name"),
+                    format!(
+                        "the secrets manager already keeps a certificate {:?}",
+                        c.name
+                    ),
+                ));
+            }
+            certificates.push(ServerCertificate {
+                name: c.name.clone(),
+                common_name: c.common_name.clone(),
+                service: c.service.clone(),
+                current_ca: c.signed_by == SignedBy::CurrentCa,
+            });
         }
         for (i, name) in raw.health.deployments.iter().enumerate() {
             let field = format!("health.deployments[{i}]");
@@ -422,11 +491,19 @@ impl Component {
             name: raw.name,
             file: file.to_string(),
             shoot_access: raw.shoot_access,
+            certificates,
             values,
             objects,
             health_deployments: raw.health.deployments,
         };
-        component.check(known)?;
+        let mut secrets: Vec<&str> = known.secrets.to_vec();
+        secrets.extend(component.certificates.iter().map(|c| c.name.as_str()));
+        component.check(&Known {
+            files: known.files,
+            images: known.images,
+            code: known.code,
+            secrets: &secrets,
+        })?;
         Ok(component)
     }
 

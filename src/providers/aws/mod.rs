@@ -1,7 +1,7 @@
 //! AWS: the Rust of the folder. Which VPC and subnet the CCM's cloud config
 //! names (the INI itself is a template in the component), whether the service
-//! controller has load-balancer subnets, and the `cloudprovider` Secret's
-//! `credentialsFile`.
+//! controller has load-balancer subnets, the aws-ipam-controller's mode and
+//! CIDRs, and the `cloudprovider` Secret's `credentialsFile`.
 
 use serde_json::{Value, json};
 
@@ -15,6 +15,11 @@ pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
     [
         "components/cloud-controller-manager.yaml",
         "components/csi-driver.yaml",
+        "components/aws-custom-route-controller.yaml",
+        "components/aws-ipam-controller.yaml",
+        "components/aws-load-balancer-controller.yaml",
+        "components/csi-driver-efs.yaml",
+        "components/calico-mutating-admission-policy.yaml",
         "files/custom-mtu.service",
         "files/ecr-credential-provider-config.json",
         "files/mtu-customizer.sh",
@@ -37,6 +42,11 @@ impl ProviderCode for Aws {
                 name: "vpc",
                 about: "{id, subnetID, zone}: the infrastructure status's VPC and its public, else internal, else nodes subnet (an error naming the ControlPlane when there is none)",
                 compute: vpc,
+            },
+            CodeValue {
+                name: "ipam",
+                about: "{enabled, mode, primaryIPFamily, podNetwork, nodeCIDRMaskSizeIPv4, nodeCIDRMaskSizeIPv6}: the aws-ipam-controller's values as provider-aws's getIPAMChartValues computes them",
+                compute: ipam,
             },
             CodeValue {
                 name: "loadBalancerSubnets",
@@ -101,6 +111,84 @@ fn vpc(input: &CodeInput<'_>) -> Result<Value, CodeError> {
             infra_error("no subnet with purpose public, internal or nodes in vpc.subnets".into())
         })?;
     Ok(json!({"id": vpc_id, "subnetID": subnet.id, "zone": subnet.zone}))
+}
+
+/// The aws-ipam-controller's values (provider-aws `getIPAMChartValues`):
+/// mode `dual-stack` with two IP families (the first, lower-cased, is the
+/// primary), else `ipv6` with IPv6, else `ipv4`; node CIDR mask sizes 24 and
+/// 64, the shoot's `nodeCIDRMaskSize` replacing the one of a single-stack
+/// shoot's family; the pod network the last IPv4 pod CIDR when the shoot has
+/// IPv4, else `192.168.0.0/16`; enabled (replicas) unless the mode is `ipv4`
+/// and no node CIDR of the status is IPv6. Literally as upstream: a shoot
+/// without `ipFamilies` (Gardener defaults them to `[IPv4]`) keeps mode `ipv4`
+/// but the default pod network and mask sizes.
+fn ipam(input: &CodeInput<'_>) -> Result<Value, CodeError> {
+    let shoot = input.shoot;
+    let families = shoot.ip_families();
+    let has = |f: &str| families.iter().any(|x| x == f);
+    let (mode, primary) = if families.len() == 2 {
+        ("dual-stack", families[0].to_lowercase())
+    } else if has("IPv6") {
+        ("ipv6", "ipv4".to_string())
+    } else {
+        ("ipv4", "ipv4".to_string())
+    };
+    let (mut mask4, mut mask6) = (24, 64);
+    if let Some(size) = shoot
+        .shoot
+        .spec
+        .kubernetes
+        .kube_controller_manager
+        .node_cidr_mask_size
+    {
+        match families {
+            [f] if f == "IPv4" => mask4 = size,
+            [f] if f == "IPv6" => mask6 = size,
+            _ => {}
+        }
+    }
+    let mut pod_network = "192.168.0.0/16".to_string();
+    if has("IPv4") {
+        for cidr in shoot.pod_cidrs() {
+            if parse_cidr(&cidr)
+                .map_err(|reason| CodeError::Shoot {
+                    field: "networking.pods".into(),
+                    reason,
+                })?
+                .is_ipv4()
+            {
+                pod_network = cidr;
+            }
+        }
+    }
+    let ipv6_node_cidr = shoot
+        .shoot
+        .status
+        .networking
+        .nodes
+        .0
+        .iter()
+        .any(|c| parse_cidr(c).is_ok_and(|ip| ip.is_ipv6()));
+    Ok(json!({
+        "enabled": mode != "ipv4" || ipv6_node_cidr,
+        "mode": mode,
+        "primaryIPFamily": primary,
+        "podNetwork": pod_network,
+        "nodeCIDRMaskSizeIPv4": mask4,
+        "nodeCIDRMaskSizeIPv6": mask6,
+    }))
+}
+
+/// The address of a CIDR `a.b.c.d/n` or `x::/n` (Go's `net.ParseCIDR`, with its error).
+fn parse_cidr(cidr: &str) -> Result<std::net::IpAddr, String> {
+    let bad = || format!("invalid CIDR address: {cidr}");
+    let (addr, len) = cidr.split_once('/').ok_or_else(bad)?;
+    let ip: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    match len.parse::<u8>() {
+        Ok(n) if n <= max && !len.starts_with('+') => Ok(ip),
+        _ => Err(bad()),
+    }
 }
 
 /// Whether a subnet with purpose public or internal exists (else the CCM

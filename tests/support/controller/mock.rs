@@ -357,6 +357,8 @@ pub fn annotated(mut cp: ControlPlane, op: &str) -> ControlPlane {
 
 /// The render the controller makes for `cp` with `server_secret`.
 pub fn desired(cp: &ControlPlane, shoot: &ShootContext, server_secret: &str) -> render::Rendered {
+    let spec = builtin_spec("aws").expect("spec");
+    let certificates = scion::secrets::Certificates::fixed(server_secret, &spec.certificates(), "");
     let input = RenderInput {
         cp,
         shoot,
@@ -364,9 +366,9 @@ pub fn desired(cp: &ControlPlane, shoot: &ShootContext, server_secret: &str) -> 
         kube_apiserver_replicas: None,
         image_override: None,
         images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        server_secret: Some(server_secret),
+        certificates: &certificates,
     };
-    render::render(&input, &builtin_spec("aws").expect("spec")).expect("renders")
+    render::render(&input, &spec).expect("renders")
 }
 
 pub fn cp_json(cp: &ControlPlane) -> Value {

@@ -212,7 +212,11 @@ pub fn render_builtin(
             kube_apiserver_replicas,
             image_override: None,
             images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            server_secret: Some(SERVER_SECRET),
+            certificates: &scion::secrets::Certificates::fixed(
+                SERVER_SECRET,
+                &spec.certificates(),
+                "",
+            ),
         },
         &spec,
     )

@@ -289,7 +289,7 @@ fn objects_land_in_their_managed_resources() {
             kube_apiserver_replicas: None,
             image_override: None,
             images: &images,
-            server_secret: Some(SERVER_SECRET),
+            certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
         },
         &spec,
     )

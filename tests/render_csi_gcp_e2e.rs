@@ -63,17 +63,23 @@ fn everything_on() -> Rendered {
         s.metadata.annotations.insert(key.into(), "true".into());
     }
     let profile = Profile::builtin("gcp").expect("gcp");
+    let spec = profile.control_plane().expect("components");
+    let certificates = scion::secrets::Certificates::fixed(
+        "cloud-controller-manager-server-e2e",
+        &spec.certificates(),
+        "",
+    );
     scion::render::render(
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
             credentials: credentials.as_ref(),
             kube_apiserver_replicas: None,
-            server_secret: Some("cloud-controller-manager-server-e2e"),
+            certificates: &certificates,
             image_override: None,
             images: &ImageVector::builtin("gcp"),
         },
-        profile.control_plane().expect("components"),
+        spec,
     )
     .expect("renders")
 }

@@ -26,8 +26,8 @@ pub use leader::{
     LeaderElection, LeaseTiming, StopSignal, run_while_leading, run_with_leader_election,
 };
 
-use crate::ccm::RenderError;
 use crate::gardener::ControlPlane;
+use crate::render::RenderError;
 use crate::secrets::SecretsError;
 use crate::state::StateError;
 

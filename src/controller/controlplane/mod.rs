@@ -16,11 +16,14 @@
 //! A ManagedResource a Go extension left that the components do not write
 //! (`-shoot-crds`, `-storageclasses`, `-shoot-webhooks`) stays as it is (GRM
 //! keeps applying it) and is deleted, in Gardener's order, with the
-//! ControlPlane.
+//! ControlPlane. One scion writes is taken over in place, keeping the objects
+//! scion does not render ([`crate::managedresources::takeover`]); the
+//! ControlPlane's `lastOperation.description` then names them.
 
 mod certificates;
 mod deliver;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +33,7 @@ use kube::api::Api;
 use super::extension::{Actuator, Outcome};
 use super::{Error, REQUEUE_AFTER};
 use crate::gardener::{ControlPlane, ObjectKind, ShootContext};
-use crate::managedresources::{self, Bundle, Class};
+use crate::managedresources::{self, Bundle, Class, takeover};
 use crate::profile::component::Destination;
 use crate::profile::{ControlPlaneSpec, ImageVector};
 use crate::render::{self, DesiredObject, RenderInput, Rendered};
@@ -104,6 +107,9 @@ pub struct ControlPlaneActuator {
     pub delete_poll: Duration,
     /// The clock of the certificates (Unix seconds).
     pub now_unix: fn() -> i64,
+    /// What the last reconcile of each ControlPlane (`ns/name`) kept without
+    /// rendering it, for its status ([`Actuator::take_note`]).
+    notes: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl ControlPlaneActuator {
@@ -126,6 +132,7 @@ impl ControlPlaneActuator {
             delete_wait: Duration::from_secs(120),
             delete_poll: Duration::from_secs(2),
             now_unix: || k8s_openapi::jiff::Timestamp::now().as_second(),
+            notes: Default::default(),
         }
     }
 
@@ -212,6 +219,44 @@ pub fn bundles(namespace: &str, rendered: &Rendered) -> Result<Vec<Bundle>, Erro
     Ok(out)
 }
 
+/// The keys of the objects of `bundles` per cluster: the seed's (class
+/// `seed`) and the shoot's; a take-over keeps an object only when scion
+/// renders it into none of the ManagedResources of its cluster.
+pub fn rendered_keys(bundles: &[Bundle]) -> Result<[BTreeSet<takeover::ObjectKey>; 2], Error> {
+    let mut out = [BTreeSet::new(), BTreeSet::new()];
+    for bundle in bundles {
+        let data = managedresources::compare::secret_data(&bundle.secret)
+            .and_then(|d| managedresources::decode(&d))
+            .map_err(|e| Error::Internal(format!("ManagedResource {}: {e}", bundle.name)))?;
+        out[cluster_index(bundle.class)].extend(takeover::keys(&data));
+    }
+    Ok(out)
+}
+
+/// The index of `class`'s cluster in [`rendered_keys`]: 0 seed, 1 shoot.
+pub fn cluster_index(class: Class) -> usize {
+    match class {
+        Class::Seed => 0,
+        Class::Shoot | Class::ShootForceAnnotations => 1,
+    }
+}
+
+/// The status note of what a reconcile kept, per ManagedResource.
+fn kept_note(kept: &[(String, Vec<String>)]) -> Option<String> {
+    if kept.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = kept
+        .iter()
+        .map(|(mr, objects)| format!("{mr}: {}", objects.join(", ")))
+        .collect();
+    Some(format!(
+        "kept {} object(s) scion does not render, as the ManagedResources held them ({})",
+        kept.iter().map(|(_, o)| o.len()).sum::<usize>(),
+        parts.join("; ")
+    ))
+}
+
 /// The ManagedResources the actuator writes for every shoot of `spec`: seed
 /// and shoot, and those a component writes an object to unconditionally
 /// (the health checks watch them).
@@ -235,8 +280,23 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         for secret in &rendered.access_secrets {
             deliver::ensure_access_secret(&self.client, secret).await?;
         }
-        for bundle in bundles(namespace, &rendered)? {
-            deliver::apply(&self.client, &bundle).await?;
+        let bundles = bundles(namespace, &rendered)?;
+        let keys = rendered_keys(&bundles)?;
+        let mut kept = Vec::new();
+        for bundle in &bundles {
+            let objects =
+                deliver::apply(&self.client, bundle, &keys[cluster_index(bundle.class)]).await?;
+            if !objects.is_empty() {
+                kept.push((bundle.name.clone(), objects));
+            }
+        }
+        {
+            let key = format!("{namespace}/{}", cp.name());
+            let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+            match kept_note(&kept) {
+                Some(note) => notes.insert(key, note),
+                None => notes.remove(&key),
+            };
         }
         certificates::cleanup(self, namespace, &plan).await?;
         Ok(if rendered.requeue {
@@ -265,11 +325,11 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         {
             match self.render(cp, shoot, crate::secrets::SERVER_CONFIG).await {
                 Ok(rendered) => {
-                    if let Some(config) = bundles(namespace, &rendered)?
-                        .into_iter()
-                        .find(|b| b.name == CONFIG_MR)
-                    {
-                        deliver::apply(&self.client, &config).await?;
+                    let bundles = bundles(namespace, &rendered)?;
+                    let keys = rendered_keys(&bundles)?;
+                    if let Some(config) = bundles.iter().find(|b| b.name == CONFIG_MR) {
+                        deliver::apply(&self.client, config, &keys[cluster_index(config.class)])
+                            .await?;
                     }
                 }
                 // A config that no longer renders (credentials gone) must not
@@ -318,5 +378,15 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
     /// ShootState before asking.
     async fn restore(&self, cp: &ControlPlane, shoot: &ShootContext) -> Result<Outcome, Error> {
         self.reconcile(cp, shoot).await
+    }
+
+    /// The objects the last reconcile kept without rendering them.
+    fn take_note(&self, cp: &ControlPlane) -> Option<String> {
+        let key = format!("{}/{}", cp.namespace(), cp.name());
+        self.notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned()
     }
 }

@@ -165,6 +165,22 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
         );
     }
 
+    // the settings scion does not honour: a row each
+    let options: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.kind == "ControlPlane" && f.result == Verdict::Warning)
+        .filter_map(|f| f.message.as_deref())
+        .collect();
+    assert_eq!(
+        options,
+        [
+            "ControlPlaneConfig cloudControllerManager.useCustomRouteController = true is not honoured: scion does not deploy aws-custom-route-controller (the routes of the pod network stay unmanaged)"
+        ],
+        "{:#?}",
+        report.findings
+    );
+
     // the take-over
     let ctx = Arc::new(Reconciler::new(
         client.clone(),
@@ -219,6 +235,29 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
             .contains("extension-controlplane-shoot: DaemonSet kube-system/csi-driver-node"),
         "{}",
         last.description
+    );
+
+    // the same settings as a Warning Event on the ControlPlane
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), SHOOT);
+    let event = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|e| e.reason.as_deref() == Some(scion::controller::controlplane::UNHONOURED_REASON))
+        .expect("an OptionsNotHonoured event");
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    let regarding = event.regarding.unwrap();
+    assert_eq!(
+        (regarding.kind.as_deref(), regarding.name.as_deref()),
+        (Some("ControlPlane"), cp.metadata.name.as_deref())
+    );
+    assert_eq!(
+        event.note.as_deref(),
+        Some(
+            "ControlPlaneConfig cloudControllerManager.useCustomRouteController = true is not honoured: scion does not deploy aws-custom-route-controller (the routes of the pod network stay unmanaged)"
+        )
     );
 
     // a second reconcile keeps them again: the kept Secret is not scion's own

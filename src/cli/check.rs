@@ -666,6 +666,16 @@ async fn audit_controlplanes(
                 continue;
             }
         };
+        for option in &desired.unhonoured {
+            findings.push(Finding {
+                namespace: namespace.to_owned(),
+                kind: "ControlPlane".to_owned(),
+                name: cp.name().to_owned(),
+                result: Verdict::Warning,
+                changes: Vec::new(),
+                message: Some(option.to_string()),
+            });
+        }
         for created in &desired.plan.create {
             let config = created["metadata"]["labels"][crate::secrets::LABEL_NAME]
                 .as_str()

@@ -87,6 +87,31 @@ pub const MANAGED_RESOURCES: [(Destination, &str, Class, &str, bool); 5] = [
     ),
 ];
 
+/// The reporting controller of the Events on ControlPlanes.
+pub const EVENT_REPORTER: &str = "scion";
+/// The reason of the Event that names the settings scion does not honour.
+pub const UNHONOURED_REASON: &str = "OptionsNotHonoured";
+/// The most bytes of an Event's note (the API's limit is 1 kB).
+const EVENT_NOTE_BYTES: usize = 1000;
+
+/// The note of the Event for `options`: every one, `; `-separated, cut at
+/// [`EVENT_NOTE_BYTES`] (on a character boundary, with `…`).
+pub fn unhonoured_note(options: &[crate::profile::Unhonoured]) -> String {
+    let text = options
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if text.len() <= EVENT_NOTE_BYTES {
+        return text;
+    }
+    let mut end = EVENT_NOTE_BYTES - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// The CCM Deployment's name.
 pub const CCM_DEPLOYMENT: &str = render::CCM_NAME;
 
@@ -110,6 +135,8 @@ pub struct ControlPlaneActuator {
     /// What the last reconcile of each ControlPlane (`ns/name`) kept without
     /// rendering it, for its status ([`Actuator::take_note`]).
     notes: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Records the Kubernetes Events on the ControlPlanes (options not honoured).
+    events: kube::runtime::events::Recorder,
 }
 
 impl ControlPlaneActuator {
@@ -123,7 +150,7 @@ impl ControlPlaneActuator {
     ) -> Self {
         let provider = provider.into();
         ControlPlaneActuator {
-            client,
+            client: client.clone(),
             state,
             images: Arc::new(ImageVector::builtin(&provider)),
             provider,
@@ -133,6 +160,13 @@ impl ControlPlaneActuator {
             delete_poll: Duration::from_secs(2),
             now_unix: || k8s_openapi::jiff::Timestamp::now().as_second(),
             notes: Default::default(),
+            events: kube::runtime::events::Recorder::new(
+                client.clone(),
+                kube::runtime::events::Reporter {
+                    controller: EVENT_REPORTER.to_owned(),
+                    instance: std::env::var("HOSTNAME").ok(),
+                },
+            ),
         }
     }
 
@@ -175,6 +209,28 @@ impl ControlPlaneActuator {
     }
 }
 
+impl ControlPlaneActuator {
+    /// Log and record (a Warning Event on the ControlPlane, reason
+    /// [`UNHONOURED_REASON`]) the settings the render does not honour; a
+    /// failed Event is logged, never an error of the reconcile.
+    async fn warn_unhonoured(&self, cp: &ControlPlane, options: &[crate::profile::Unhonoured]) {
+        use kube::Resource as _;
+        let note = unhonoured_note(options);
+        let key = format!("{}/{}", cp.namespace(), cp.name());
+        tracing::warn!(controlplane = %key, options = %note, "settings scion does not honour");
+        let event = kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: UNHONOURED_REASON.to_owned(),
+            note: Some(note),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.events.publish(&event, &cp.object_ref(&())).await {
+            tracing::warn!(controlplane = %key, error = %crate::gardener::ApiError::from(e), "could not record the event of the settings scion does not honour");
+        }
+    }
+}
+
 /// What the actuator would write for a ControlPlane, computed by reading only.
 #[derive(Debug, Clone)]
 pub struct Desired {
@@ -183,6 +239,8 @@ pub struct Desired {
     pub plan: crate::secrets::Plan,
     /// The ManagedResources with their Secrets, as [`bundles`] gives them.
     pub bundles: Vec<Bundle>,
+    /// The settings the render does not honour.
+    pub unhonoured: Vec<crate::profile::Unhonoured>,
 }
 
 impl ControlPlaneActuator {
@@ -195,7 +253,11 @@ impl ControlPlaneActuator {
         let plan = certificates::plan(self, namespace, shoot).await?;
         let rendered = self.render(cp, shoot, &plan.server_secret).await?;
         let bundles = bundles(namespace, &rendered)?;
-        Ok(Desired { plan, bundles })
+        Ok(Desired {
+            plan,
+            bundles,
+            unhonoured: rendered.unhonoured,
+        })
     }
 }
 
@@ -277,6 +339,9 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         let namespace = cp.namespace();
         let plan = certificates::ensure(self, namespace, shoot).await?;
         let rendered = self.render(cp, shoot, &plan.server_secret).await?;
+        if !rendered.unhonoured.is_empty() {
+            self.warn_unhonoured(cp, &rendered.unhonoured).await;
+        }
         for secret in &rendered.access_secrets {
             deliver::ensure_access_secret(&self.client, secret).await?;
         }

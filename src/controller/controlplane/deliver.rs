@@ -60,7 +60,7 @@ pub(super) async fn apply(
                     .await
                     .map_err(|e| Error::kube(format!("get Secret {ns}/{}", reference.name), e))?;
                 let secret = secret
-                    .map(|s| serde_json::to_value(s))
+                    .map(serde_json::to_value)
                     .transpose()
                     .map_err(|e| Error::Internal(format!("Secret {}: {e}", reference.name)))?;
                 referenced.push((reference.name.clone(), secret));

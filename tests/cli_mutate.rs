@@ -381,3 +381,49 @@ fn the_documented_curl_review_is_answered_by_the_example_objects() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `IMAGEVECTOR_OVERWRITE` reaches the OperatingSystemConfig webhook's
+/// answers (issue 25 item 8): the recorded aws OSC (Kubernetes 1.33) gets the
+/// relocated ecr-credential-provider image, as `scion images` lists it.
+#[test]
+fn imagevector_overwrite_relocates_the_osc_image_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    let overwrite = dir.path().join("images_overwrite.yaml");
+    std::fs::write(
+        &overwrite,
+        "images:\n- name: ecr-credential-provider\n  repository: registry.local/mirror/ecr-credential-provider\n  tag: v1.33.0\n  targetVersion: 1.33.x\n",
+    )
+    .unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "aws", "--objects-dir"])
+        .arg(format!("{root}/examples/objects"))
+        .arg("-f")
+        .arg(format!("{root}/examples/osc/aws-original.json"))
+        .args(["--output", "patch"])
+        .env("IMAGEVECTOR_OVERWRITE", &overwrite)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("\"registry.local/mirror/ecr-credential-provider:v1.33.0\""),
+        "{text}"
+    );
+    assert!(!text.contains("europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/ecr-credential-provider"), "{text}");
+    let images = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["images", "--provider", "aws", "--output", "list"])
+        .env("IMAGEVECTOR_OVERWRITE", &overwrite)
+        .output()
+        .unwrap();
+    let list = String::from_utf8(images.stdout).unwrap();
+    assert!(
+        list.lines()
+            .any(|l| l == "registry.local/mirror/ecr-credential-provider:v1.33.0"),
+        "{list}"
+    );
+}

@@ -443,11 +443,21 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
             .as_object()
             .expect("annotations");
         assert_eq!(
-            annotations.len(),
+            annotations
+                .keys()
+                .filter(|k| k.starts_with("reference.resources.gardener.cloud/"))
+                .count(),
             1,
             "the old reference annotation replaced: {annotations:?}"
         );
         let new_secret = mr["spec"]["secretRefs"][0]["name"].as_str().expect("ref");
+        // scion's own Secret is named, so a later take-over tells it apart
+        assert_eq!(
+            annotations["scion.gardener.cloud/rendered-secret"], new_secret,
+            "{annotations:?}"
+        );
+        // the Go extension's Secret held no object: nothing kept
+        assert_eq!(mr["spec"]["secretRefs"].as_array().unwrap().len(), 1);
         assert_ne!(new_secret, format!("{name}-0a1b2c3d"));
         let old = f
             .get(&secret_path(&format!("{name}-0a1b2c3d")))

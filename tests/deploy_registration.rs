@@ -175,12 +175,17 @@ fn artefacts_check_against_gardeners_schemas() {
             ChartSource::Inline,
             ChartSource::Oci(format!("reg.local/charts/scion-{provider}:0.1.0")),
         ] {
-            for staged in [false, true] {
-                let opts = if staged {
+            for (staged, pilot) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut opts = if staged {
                     options(provider, chart.clone()).webhooks_only()
                 } else {
                     options(provider, chart.clone())
                 };
+                if pilot {
+                    opts = opts
+                        .seed_selector("scion.gardener.cloud/pilot=true,env in (canary)")
+                        .unwrap();
+                }
                 // what `scion registration` prints parses back into the same objects
                 let stream = registration::render(&opts).unwrap();
                 let parsed: Vec<Value> = scion::deploy::split_documents(&stream)
@@ -416,4 +421,89 @@ fn the_chart_pods_meet_the_declared_pod_security_level() {
     bad["spec"]["template"]["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] =
         Value::Bool(true);
     assert_eq!(restricted_violations(&bad["spec"]["template"]).len(), 2);
+}
+
+/// Issue 25 item 4: every stage can target chosen seeds. `scion registration
+/// --seed-selector` (and `SCION_SEED_SELECTOR`) puts the selector on the
+/// ControllerRegistration's `spec.deployment.seedSelector` and the
+/// Extension's `spec.deployment.extension.seedSelector`, with the stage's
+/// policy and resources unchanged; a malformed selector is refused with
+/// exit 2 and prints nothing.
+#[test]
+fn registration_stages_target_the_seeds_of_a_selector() {
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scion"));
+        cmd.args([
+            "registration",
+            "--provider",
+            "aws",
+            "--image",
+            "reg.local/scion:0.1.0",
+        ])
+        .args(args)
+        .env_remove("SCION_SEED_SELECTOR")
+        .env_remove("SCION_WEBHOOKS_ONLY")
+        .env_remove("SCION_CHART_REF");
+        if let Some(selector) = env {
+            cmd.env("SCION_SEED_SELECTOR", selector);
+        }
+        let out = cmd.output().unwrap();
+        let docs: Vec<Value> =
+            scion::deploy::split_documents(&String::from_utf8(out.stdout).unwrap())
+                .iter()
+                .map(|d| serde_saphyr::from_str(d).unwrap())
+                .collect();
+        (
+            out.status.code(),
+            docs,
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let pilot = serde_json::json!({"matchLabels": {"scion.gardener.cloud/pilot": "true"}});
+    let of = |docs: &[Value], kind: &str| docs.iter().find(|d| d["kind"] == kind).cloned().unwrap();
+
+    // stage 2, webhooks beside the Go extension's, on the pilot seeds only
+    let (code, docs, _) = run(
+        &[
+            "--webhooks-only",
+            "--seed-selector",
+            "scion.gardener.cloud/pilot=true",
+        ],
+        None,
+    );
+    assert_eq!(code, Some(0));
+    let cr = of(&docs, "ControllerRegistration");
+    assert_eq!(cr["spec"]["deployment"]["seedSelector"], pilot);
+    assert_eq!(cr["spec"]["deployment"]["policy"], "Always");
+    assert_eq!(cr["spec"]["resources"], serde_json::json!([]));
+
+    // stage 3, the hand-over, on the same seeds: OnDemand, ControlPlane claimed
+    let (code, docs, _) = run(
+        &["--chart-ref", "reg.local/charts/scion:0.1.0"],
+        Some("scion.gardener.cloud/pilot=true"),
+    );
+    assert_eq!(code, Some(0));
+    let cr = of(&docs, "ControllerRegistration");
+    assert_eq!(cr["spec"]["deployment"]["seedSelector"], pilot);
+    assert_eq!(cr["spec"]["deployment"]["policy"], "OnDemand");
+    assert_eq!(cr["spec"]["resources"][0]["kind"], "ControlPlane");
+    let ext = of(&docs, "Extension");
+    assert_eq!(
+        ext["spec"]["deployment"]["extension"]["seedSelector"],
+        pilot
+    );
+
+    // every seed: no selector at all
+    let (_, docs, _) = run(&[], None);
+    assert!(
+        of(&docs, "ControllerRegistration")["spec"]["deployment"]
+            .get("seedSelector")
+            .is_none()
+    );
+
+    // a selector that is not one: refused, nothing printed
+    let (code, docs, stderr) = run(&["--seed-selector", "pilot in true"], None);
+    assert_ne!(code, Some(0));
+    assert!(docs.is_empty());
+    assert!(stderr.contains("seed selector"), "{stderr}");
 }

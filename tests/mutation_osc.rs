@@ -498,3 +498,76 @@ fn gardenlets_update_of_a_mutated_osc_comes_back_to_the_stored_bytes() {
     assert_ne!(req.object.as_ref().unwrap()["spec"], stored["spec"]);
     assert_eq!(patched["spec"], stored["spec"]);
 }
+
+/// Issue 25 item 8: the ecr-credential-provider image comes from the image
+/// vector. An `IMAGEVECTOR_OVERWRITE` entry for one minor (the format `serve`
+/// merges at start, through the same `Engine::with_image_vector` seam)
+/// relocates the image the webhook answers with for shoots of that minor;
+/// the other minors keep the built-in entries, per Kubernetes version.
+#[test]
+fn imagevector_overwrite_relocates_the_ecr_credential_provider() {
+    use scion::mutation::Engine;
+    use scion::profile::{ImageVector, Profile};
+    let overwrite = ImageVector::parse(
+        "overwrite.yaml",
+        "images:\n- name: ecr-credential-provider\n  repository: registry.local/mirror/ecr-credential-provider\n  tag: v1.34.1\n  targetVersion: 1.34.x\n",
+    )
+    .unwrap();
+    let profile = Profile::builtin("aws").unwrap();
+    let vector = profile.images.clone().merge(overwrite);
+    let ecr_image = |version: &str, vector: Option<&ImageVector>| {
+        let mut s = shoot_for("aws", version);
+        s.shoot.spec.provider.infrastructure_config = Some(json!({"kind": "InfrastructureConfig"}));
+        let mut engine = Engine::new(Profile::builtin("aws").unwrap());
+        if let Some(vector) = vector {
+            engine = engine.with_image_vector(vector);
+        }
+        let m = WebhookMutator::new(engine, std::sync::Arc::new(snapshot(s, &[])));
+        let (out, _) = mutate(
+            &m,
+            &osc("reconcile", GARDENLET_UNIT, KUBELET_CONFIG, SYSCTL),
+        );
+        file(&out, "/opt/bin/ecr-credential-provider")["content"]["imageRef"].clone()
+    };
+    assert_eq!(
+        ecr_image("1.34.2", Some(&vector)),
+        json!({"image": "registry.local/mirror/ecr-credential-provider:v1.34.1", "filePathInImage": "/bin/ecr-credential-provider"})
+    );
+    let upstream = "europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/ecr-credential-provider";
+    for (version, tag) in [
+        ("1.29.5", "v1.29.0"),
+        ("1.30.1", "v1.30.3"),
+        ("1.33.3", "v1.33.0"),
+        ("1.36.0", "v1.36.0"),
+        ("1.37.1", "v1.36.0"),
+    ] {
+        assert_eq!(
+            ecr_image(version, Some(&vector))["image"],
+            format!("{upstream}:{tag}"),
+            "{version}"
+        );
+    }
+    assert_eq!(
+        ecr_image("1.34.2", None)["image"],
+        format!("{upstream}:v1.34.1")
+    );
+}
+
+/// `serve` refuses to start when an `imageRef` names an image the vector
+/// lacks (a relocated vector that dropped it), instead of denying every OSC.
+#[test]
+fn an_image_ref_the_vector_lacks_is_unresolved() {
+    use scion::mutation::Engine;
+    use scion::profile::{ImageVector, Profile};
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+    assert!(engine.unresolved_images().is_empty());
+    let without = ImageVector::parse(
+        "v.yaml",
+        "images:\n- name: machine-controller-manager-provider-aws\n  repository: r/mcm\n  tag: v1\n",
+    )
+    .unwrap();
+    assert_eq!(
+        engine.with_image_vector(&without).unresolved_images(),
+        ["ecr-credential-provider"]
+    );
+}

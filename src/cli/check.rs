@@ -38,12 +38,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::controller::ControlPlaneActuator;
+use crate::controller::controlplane;
 use crate::controller::health::CONDITION_TYPE;
 use crate::deploy::Extension;
 use crate::deploy::rbac::check_cluster_role;
 use crate::gardener::defaults::normalize;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::managedresources::compare::compare;
+use crate::managedresources::takeover;
 use crate::mutation::{Engine, Outcome, mutate_request};
 use crate::profile::{ANY_NAME, ProviderLabel, TARGETS, Target};
 use crate::state::{KubeState, KubeStateOptions, StateSource};
@@ -95,8 +97,9 @@ pub enum Verdict {
     Denied,
     /// scion's controller would create the object (a ManagedResource, a certificate).
     Missing,
-    /// Something to fix before or after the switch-over (two writers of
-    /// `ControlPlaneHealthy`); counts as a difference.
+    /// Something to fix or know before or after the switch-over (two writers
+    /// of `ControlPlaneHealthy`; objects of a ManagedResource scion does not
+    /// render, which the take-over keeps); counts as a difference.
     Warning,
     /// The object or its shoot could not be read.
     Error,
@@ -663,6 +666,16 @@ async fn audit_controlplanes(
                 continue;
             }
         };
+        for option in &desired.unhonoured {
+            findings.push(Finding {
+                namespace: namespace.to_owned(),
+                kind: "ControlPlane".to_owned(),
+                name: cp.name().to_owned(),
+                result: Verdict::Warning,
+                changes: Vec::new(),
+                message: Some(option.to_string()),
+            });
+        }
         for created in &desired.plan.create {
             let config = created["metadata"]["labels"][crate::secrets::LABEL_NAME]
                 .as_str()
@@ -678,8 +691,22 @@ async fn audit_controlplanes(
                 )),
             });
         }
+        let keys = match controlplane::rendered_keys(&desired.bundles) {
+            Ok(keys) => keys,
+            Err(err) => {
+                findings.push(error_finding(
+                    namespace,
+                    "ControlPlane",
+                    cp.name(),
+                    err.to_string(),
+                ));
+                continue;
+            }
+        };
         for bundle in &desired.bundles {
-            findings.push(managed_resource_finding(&mrs, &secrets, namespace, bundle).await);
+            let rendered = &keys[controlplane::cluster_index(bundle.class)];
+            findings
+                .push(managed_resource_finding(&mrs, &secrets, namespace, bundle, rendered).await);
         }
     }
 }
@@ -690,6 +717,7 @@ async fn managed_resource_finding(
     secrets: &Api<DynamicObject>,
     namespace: &str,
     bundle: &crate::managedresources::Bundle,
+    rendered: &std::collections::BTreeSet<takeover::ObjectKey>,
 ) -> Finding {
     let kind = "ManagedResource";
     let live = match mrs.get_opt(&bundle.name).await {
@@ -727,25 +755,52 @@ async fn managed_resource_finding(
         }
     }
     let live = serde_json::to_value(&live).unwrap_or(Value::Null);
-    let comparison = match compare(bundle, &live, &referenced) {
+    let mut comparison = match compare(bundle, &live, &referenced) {
         Ok(c) => c,
         Err(err) => return error_finding(namespace, kind, &bundle.name, err),
     };
+    match takeover::plan(&live, &referenced, rendered) {
+        Ok(kept) => comparison.mark_kept(&takeover::keys(&kept)),
+        Err(refusal) => {
+            return Finding {
+                namespace: namespace.to_owned(),
+                kind: kind.to_owned(),
+                name: bundle.name.clone(),
+                result: Verdict::Denied,
+                changes: comparison.unreadable.clone(),
+                message: Some(format!("scion's controller would refuse: {refusal}")),
+            };
+        }
+    }
     let mut changes: Vec<String> = comparison.spec.clone();
     changes.extend(comparison.objects.iter().map(ToString::to_string));
     changes.extend(comparison.unreadable.iter().cloned());
-    let message = (!comparison.same_secret && comparison.matches()).then(|| {
-        format!(
-            "same objects; scion would rewrite them into Secret {}",
-            bundle.secret_name
-        )
-    });
+    let kept = comparison
+        .objects
+        .iter()
+        .filter(|c| c.change == crate::managedresources::compare::Change::Kept)
+        .count();
+    let message = if comparison.only_kept() {
+        Some(format!(
+            "{kept} object(s) scion does not render: the take-over keeps them as they are (gardener-resource-manager keeps applying them); {}",
+            changes.join("; ")
+        ))
+    } else {
+        (!comparison.same_secret && comparison.matches()).then(|| {
+            format!(
+                "same objects; scion would rewrite them into Secret {}",
+                bundle.secret_name
+            )
+        })
+    };
     Finding {
         namespace: namespace.to_owned(),
         kind: kind.to_owned(),
         name: bundle.name.clone(),
         result: if comparison.matches() {
             Verdict::Matches
+        } else if comparison.only_kept() {
+            Verdict::Warning
         } else {
             Verdict::Differs
         },

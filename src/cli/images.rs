@@ -65,7 +65,7 @@ mod tests {
     use crate::profile::ImageVector;
 
     #[test]
-    fn lists_every_ccm_minor_and_the_sidecar_of_a_provider() {
+    fn lists_every_ccm_minor_the_sidecar_and_the_osc_images_of_a_provider() {
         let mut out = Vec::new();
         run(
             &ImagesArgs {
@@ -81,7 +81,11 @@ mod tests {
         .unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 6, "{text}");
+        // five CCM minors, the MCM sidecar, eight ecr-credential-provider minors
+        assert_eq!(lines.len(), 14, "{text}");
+        assert!(lines.contains(
+            &"europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/ecr-credential-provider:v1.29.0"
+        ));
         assert!(lines.contains(&"registry.k8s.io/provider-aws/cloud-controller-manager:v1.36.1"));
         assert!(
             lines

@@ -29,6 +29,11 @@ pub struct RegistrationArgs {
     /// (policy Always), so scion's webhooks run beside the Go extension's.
     #[arg(long, env = "SCION_WEBHOOKS_ONLY")]
     pub webhooks_only: bool,
+    /// Deploy only to the seeds whose labels match this label selector
+    /// (`scion.gardener.cloud/pilot=true`, `env in (canary)`, `!legacy`):
+    /// the registration's seedSelector, for a pilot on chosen seeds.
+    #[arg(long, env = "SCION_SEED_SELECTOR", value_name = "SELECTOR")]
+    pub seed_selector: Option<String>,
 }
 
 /// Render the artefacts for `args` into `out`.
@@ -43,6 +48,9 @@ pub fn run(args: &RegistrationArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut opts = RegistrationOptions::new(&args.provider.name()?, &args.image, chart)?;
     if args.webhooks_only {
         opts = opts.webhooks_only();
+    }
+    if let Some(selector) = &args.seed_selector {
+        opts = opts.seed_selector(selector)?;
     }
     let yaml = registration::render(&opts)?;
     out.write_all(yaml.as_bytes())

@@ -89,7 +89,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     let spec = profile.control_plane()?;
     let images = super::provider::images(&profile)?;
     let certificates = ephemeral_certificates(&provider, &cp, &shoot, &spec.certificates())?;
-    let text = render_text(
+    let (text, unhonoured) = render_with_warnings(
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
@@ -107,6 +107,9 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         },
     )?;
     eprintln!("{EPHEMERAL_NOTE}");
+    for option in &unhonoured {
+        eprintln!("warning: ControlPlane {namespace}/{name}: {option}");
+    }
     print!("{text}");
     Ok(())
 }
@@ -151,6 +154,17 @@ pub fn render_text(
     certificates: &[serde_json::Value],
     delivery: Delivery,
 ) -> anyhow::Result<String> {
+    Ok(render_with_warnings(input, spec, certificates, delivery)?.0)
+}
+
+/// [`render_text`], and the settings the render does not honour (for the
+/// warnings on stderr).
+pub fn render_with_warnings(
+    input: &RenderInput<'_>,
+    spec: &ControlPlaneSpec,
+    certificates: &[serde_json::Value],
+    delivery: Delivery,
+) -> anyhow::Result<(String, Vec<crate::profile::Unhonoured>)> {
     let rendered = render::render(input, spec).with_context(|| {
         format!(
             "rendering ControlPlane {}/{}",
@@ -169,10 +183,11 @@ pub fn render_text(
         objects.extend(rendered.all().into_iter().map(|o| o.object.clone()));
     }
     let refs: Vec<&serde_json::Value> = objects.iter().collect();
-    Ok(match delivery.output {
+    let text = match delivery.output {
         Output::Yaml => render::to_yaml_stream(&refs).map_err(anyhow::Error::msg)?,
         Output::Json => render::to_json_list(&refs),
-    })
+    };
+    Ok((text, rendered.unhonoured))
 }
 
 /// The ControlPlane `namespace/name`, the shoot context of `namespace` and the

@@ -75,6 +75,9 @@ pub enum Error {
     Leader(String),
     #[error("internal error: {0}")]
     Internal(String),
+    /// A ManagedResource take-over refused ([`crate::managedresources::takeover`]).
+    #[error("{0}")]
+    TakeOver(String),
 }
 
 impl Error {

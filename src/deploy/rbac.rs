@@ -177,6 +177,15 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
+        // kube-runtime's Recorder: a new Event is created, a repeated one
+        // (within 6 minutes) patched into a series.
+        site: "controller::controlplane: the Warning Event naming the settings scion does not honour, on the ControlPlane",
+        resources: &[gr("events.k8s.io", "events")],
+        verbs: &[Verb::Create, Verb::Patch],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
         site: "controller::health: cache of the CCM Deployments (label-selected watch)",
         resources: &[gr("apps", "deployments")],
         verbs: &[Verb::List, Verb::Watch],

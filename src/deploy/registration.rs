@@ -6,7 +6,9 @@
 //! `Extension` (`operator.gardener.cloud/v1alpha1`, OCI charts only).
 //!
 //! Pure builders over [`RegistrationOptions`]; `scion registration` prints
-//! them. All are named `scion-provider-<p>` so they sit beside the Go
+//! them. `--seed-selector` restricts every stage to chosen seeds (a pilot):
+//! gardener-controller-manager installs a registration only on the seeds its
+//! `seedSelector` matches, whatever its policy or resources ask. All are named `scion-provider-<p>` so they sit beside the Go
 //! extension's `provider-<p>`; gardenlet uses that name as release name and
 //! for the namespace `extension-<installation>`.
 
@@ -48,6 +50,9 @@ pub struct RegistrationOptions {
     image_tag: String,
     chart: ChartSource,
     webhooks_only: bool,
+    /// `spec.deployment.seedSelector`: only the seeds whose labels match
+    /// (a pilot), `None`: every seed the policy selects.
+    seed_selector: Option<Value>,
 }
 
 impl RegistrationOptions {
@@ -71,7 +76,18 @@ impl RegistrationOptions {
             image_tag,
             chart,
             webhooks_only: false,
+            seed_selector: None,
         })
+    }
+
+    /// Deploy only to the seeds whose labels match `selector` (Kubernetes
+    /// label-selector syntax, as `kubectl get -l` takes it: `k=v`, `k!=v`,
+    /// `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, comma-separated, all must
+    /// hold): the ControllerRegistration's (and the Extension's)
+    /// `seedSelector`, so a switch-over stage reaches chosen seeds only.
+    pub fn seed_selector(mut self, selector: &str) -> Result<Self, DeployError> {
+        self.seed_selector = Some(parse_label_selector(selector)?);
+        Ok(self)
     }
 
     /// The first stage of a switch-over from the Go extension: claim no
@@ -124,6 +140,101 @@ fn split_image(image: &str) -> Result<(String, String), DeployError> {
         }
         None => Ok((image.to_owned(), "latest".to_owned())),
     }
+}
+
+/// A Kubernetes label selector (`k=v,k!=v,k in (a,b),k notin (a),k,!k`) as a
+/// `metav1.LabelSelector`: equalities in `matchLabels`, the rest in
+/// `matchExpressions`, in the order written.
+pub fn parse_label_selector(text: &str) -> Result<Value, DeployError> {
+    let invalid = |reason: &'static str| DeployError::InvalidName {
+        what: "seed selector",
+        value: text.to_owned(),
+        reason,
+    };
+    let mut requirements = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or(invalid("unbalanced parentheses"))?
+            }
+            ',' if depth == 0 => {
+                requirements.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(invalid("unbalanced parentheses"));
+    }
+    requirements.push(&text[start..]);
+    let word = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    };
+    let mut labels = serde_json::Map::new();
+    let mut expressions = Vec::new();
+    for requirement in requirements {
+        let r = requirement.trim();
+        if r.is_empty() {
+            return Err(invalid(
+                "an empty requirement (k=v, k!=v, k in (a,b), k notin (a,b), k or !k)",
+            ));
+        }
+        let set = |key: &str, op: &str, values: &str| -> Result<Value, DeployError> {
+            let values = values
+                .trim()
+                .strip_prefix('(')
+                .and_then(|v| v.strip_suffix(')'))
+                .ok_or(invalid("`in` and `notin` take a list in parentheses"))?;
+            let values: Vec<&str> = values.split(',').map(str::trim).collect();
+            if !word(key.trim()) || values.iter().any(|v| !word(v)) {
+                return Err(invalid("keys and values are label names"));
+            }
+            Ok(json!({"key": key.trim(), "operator": op, "values": values}))
+        };
+        if let Some((key, values)) = r.split_once(" notin ") {
+            expressions.push(set(key, "NotIn", values)?);
+        } else if let Some((key, values)) = r.split_once(" in ") {
+            expressions.push(set(key, "In", values)?);
+        } else if let Some((key, value)) = r.split_once("!=") {
+            let (key, value) = (key.trim(), value.trim());
+            if !word(key) || !word(value) {
+                return Err(invalid("keys and values are label names"));
+            }
+            expressions.push(json!({"key": key, "operator": "NotIn", "values": [value]}));
+        } else if let Some((key, value)) = r.split_once("==").or_else(|| r.split_once('=')) {
+            let (key, value) = (key.trim(), value.trim());
+            if !word(key) || !word(value) {
+                return Err(invalid("keys and values are label names"));
+            }
+            labels.insert(key.to_owned(), Value::String(value.to_owned()));
+        } else if let Some(key) = r.strip_prefix('!') {
+            if !word(key.trim()) {
+                return Err(invalid("keys are label names"));
+            }
+            expressions.push(json!({"key": key.trim(), "operator": "DoesNotExist"}));
+        } else if word(r) {
+            expressions.push(json!({"key": r, "operator": "Exists"}));
+        } else {
+            return Err(invalid(
+                "not a requirement (k=v, k!=v, k in (a,b), k notin (a,b), k or !k)",
+            ));
+        }
+    }
+    let mut selector = serde_json::Map::new();
+    if !labels.is_empty() {
+        selector.insert("matchLabels".into(), Value::Object(labels));
+    }
+    if !expressions.is_empty() {
+        selector.insert("matchExpressions".into(), Value::Array(expressions));
+    }
+    Ok(Value::Object(selector))
 }
 
 /// The controllers scion leaves off while its webhooks run beside the Go
@@ -186,7 +297,7 @@ pub fn controller_deployment(opts: &RegistrationOptions) -> Value {
 pub fn controller_registration(opts: &RegistrationOptions) -> Value {
     let mut meta = metadata(opts);
     meta["annotations"] = json!({POD_SECURITY_ANNOTATION: POD_SECURITY_LEVEL});
-    json!({
+    let mut registration = json!({
         "apiVersion": "core.gardener.cloud/v1beta1",
         "kind": "ControllerRegistration",
         "metadata": meta,
@@ -197,7 +308,11 @@ pub fn controller_registration(opts: &RegistrationOptions) -> Value {
                 "deploymentRefs": [{"name": opts.name()}],
             },
         },
-    })
+    });
+    if let Some(selector) = &opts.seed_selector {
+        registration["spec"]["deployment"]["seedSelector"] = selector.clone();
+    }
+    registration
 }
 
 /// gardener-operator's `Extension`; `None` for an inline chart, which the
@@ -208,7 +323,7 @@ pub fn operator_extension(opts: &RegistrationOptions) -> Option<Value> {
     };
     let mut meta = metadata(opts);
     meta["annotations"] = json!({POD_SECURITY_ANNOTATION: POD_SECURITY_LEVEL});
-    Some(json!({
+    let mut extension = json!({
         "apiVersion": "operator.gardener.cloud/v1alpha1",
         "kind": "Extension",
         "metadata": meta,
@@ -223,7 +338,11 @@ pub fn operator_extension(opts: &RegistrationOptions) -> Option<Value> {
                 },
             },
         },
-    }))
+    });
+    if let Some(selector) = &opts.seed_selector {
+        extension["spec"]["deployment"]["extension"]["seedSelector"] = selector.clone();
+    }
+    Some(extension)
 }
 
 /// Every artefact, in apply order.
@@ -270,6 +389,29 @@ mod tests {
         }
         for bad in ["", "a b", "r@md5:1", "r:", ":t"] {
             assert!(split_image(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn seed_selectors_parse_as_kubectl_reads_them() {
+        assert_eq!(
+            parse_label_selector("scion.gardener.cloud/pilot=true").unwrap(),
+            json!({"matchLabels": {"scion.gardener.cloud/pilot": "true"}})
+        );
+        assert_eq!(
+            parse_label_selector("env in (canary, eu1),tier!=prod, zone notin (a),ha,!legacy")
+                .unwrap(),
+            json!({"matchExpressions": [
+                {"key": "env", "operator": "In", "values": ["canary", "eu1"]},
+                {"key": "tier", "operator": "NotIn", "values": ["prod"]},
+                {"key": "zone", "operator": "NotIn", "values": ["a"]},
+                {"key": "ha", "operator": "Exists"},
+                {"key": "legacy", "operator": "DoesNotExist"},
+            ]})
+        );
+        for bad in ["", "a=", "=b", "a in b", "a in (b", "a,,b", "a b", "a=b c"] {
+            let err = parse_label_selector(bad).unwrap_err().to_string();
+            assert!(err.contains("seed selector"), "{bad:?}: {err}");
         }
     }
 

@@ -33,6 +33,9 @@ pub enum Change {
     Removed,
     /// Both carry it, with different content.
     Changed,
+    /// The ManagedResource present carries it and scion does not render it,
+    /// but a take-over keeps it ([`super::takeover`]).
+    Kept,
 }
 
 /// One object that differs.
@@ -55,6 +58,7 @@ impl fmt::Display for ObjectChange {
             Change::Added => "added",
             Change::Removed => "removed",
             Change::Changed => "changed",
+            Change::Kept => "kept",
         };
         write!(f, "{word} {} ", self.kind)?;
         if !self.namespace.is_empty() {
@@ -89,6 +93,26 @@ impl Comparison {
     /// Nothing in the seed or the shoot would change.
     pub fn matches(&self) -> bool {
         self.spec.is_empty() && self.objects.is_empty() && self.unreadable.is_empty()
+    }
+
+    /// Mark the removed objects a take-over keeps (`kept`) as [`Change::Kept`].
+    pub fn mark_kept(&mut self, kept: &std::collections::BTreeSet<super::takeover::ObjectKey>) {
+        for c in &mut self.objects {
+            if c.change == Change::Removed
+                && kept.contains(&(c.kind.clone(), c.namespace.clone(), c.name.clone()))
+            {
+                c.change = Change::Kept;
+            }
+        }
+    }
+
+    /// Only kept objects differ: the take-over changes nothing in the seed or
+    /// the shoot but leaves objects scion does not render.
+    pub fn only_kept(&self) -> bool {
+        self.spec.is_empty()
+            && self.unreadable.is_empty()
+            && !self.objects.is_empty()
+            && self.objects.iter().all(|c| c.change == Change::Kept)
     }
 }
 

@@ -18,9 +18,12 @@
 //! collector (it carries the label). GRM splits a key's text at every `---\n`:
 //! a document whose YAML form contains that sequence (a PEM block in a
 //! string, say) is written as JSON, which is YAML too and cannot contain it.
-//! [`compare`] holds a desired bundle against the one present (`scion check`).
+//! [`compare`] holds a desired bundle against the one present (`scion check`);
+//! [`takeover`] decides what a write keeps of a ManagedResource another
+//! writer left (the objects scion does not render).
 
 pub mod compare;
+pub mod takeover;
 
 use std::collections::BTreeMap;
 

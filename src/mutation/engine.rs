@@ -80,8 +80,10 @@ impl OscFacts {
 #[derive(Debug, Clone)]
 pub struct Engine {
     profile: Arc<Profile>,
-    /// The image of each name the profile uses that the vector has.
+    /// The image of each sidecar name the profile uses that the vector has.
     images: Arc<BTreeMap<String, String>>,
+    /// The image vector (the `imageRef` files resolve in it per shoot version).
+    vector: Arc<ImageVector>,
     sidecar_image: Option<String>,
     /// The extension's `etcd.storage` configuration (`--etcd-storage-*`).
     etcd: EtcdConfig,
@@ -130,6 +132,7 @@ impl Engine {
         Engine {
             reach: Arc::new(footprint(&profile)),
             images: Arc::new(resolve_images(&profile, &profile.images)),
+            vector: Arc::new(profile.images.clone()),
             profile: Arc::new(profile),
             sidecar_image: None,
             etcd: EtcdConfig::default(),
@@ -149,21 +152,34 @@ impl Engine {
     /// with `IMAGEVECTOR_OVERWRITE` merged, say).
     pub fn with_image_vector(mut self, vector: &ImageVector) -> Self {
         self.images = Arc::new(resolve_images(&self.profile, vector));
+        self.vector = Arc::new(vector.clone());
         self
     }
 
     /// The image names the rules use that neither the vector nor the sidecar
-    /// override resolves; `serve` refuses to start with any.
+    /// override resolves, and the `imageRef` names the vector lacks; `serve`
+    /// refuses to start with any.
     pub fn unresolved_images(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (_, rules) in &self.profile.components {
             for action in rules.iter().flat_map(|r| &r.actions) {
-                if let Action::ProviderSidecar(s) = action
-                    && self.sidecar_image.is_none()
-                    && !self.images.contains_key(&s.image)
-                    && !out.contains(&s.image)
+                let missing = match action {
+                    Action::ProviderSidecar(s)
+                        if self.sidecar_image.is_none() && !self.images.contains_key(&s.image) =>
+                    {
+                        Some(&s.image)
+                    }
+                    Action::File(f) => f
+                        .image_ref
+                        .as_ref()
+                        .map(|i| &i.image)
+                        .filter(|name| !self.vector.has(name)),
+                    _ => None,
+                };
+                if let Some(name) = missing
+                    && !out.contains(name)
                 {
-                    out.push(s.image.clone());
+                    out.push(name.clone());
                 }
             }
         }
@@ -356,6 +372,7 @@ impl Engine {
             objects,
             kubelet_library: self.profile.kubelet_library,
             memo: &self.kubelet_memo,
+            images: &self.vector,
         };
         let name = |o: &Value| {
             let meta = o.get("metadata");

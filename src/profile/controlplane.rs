@@ -57,6 +57,9 @@ pub struct ControlPlaneSpec {
     pub ccm_image: String,
     /// The components, in the order they are rendered.
     pub components: Vec<Component>,
+    /// Which ControlPlaneConfig and Cluster settings the components honour
+    /// (`options.yaml`, [`super::options`]).
+    pub options: super::options::OptionSpec,
 }
 
 impl ControlPlaneSpec {

@@ -17,6 +17,7 @@
 //! | `controlplane.rs` | the `controlPlane:` section ([`ControlPlaneSpec`]): the components the ControlPlane controller renders |
 //! | `component/` | the component language: component files, templates, expressions ([`component::Component`]) |
 //! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]) |
+//! | `options.rs` | which ControlPlaneConfig and Cluster settings the components honour, and the warnings for the others ([`OptionSpec`]) |
 //! | `validate.rs` | the checks serde cannot make |
 //!
 //! The schema is documented in `docs/profiles.md`; the built-in profiles are
@@ -27,6 +28,7 @@ pub mod component;
 mod condition;
 pub mod controlplane;
 pub mod imagevector;
+pub mod options;
 pub mod osc;
 pub mod seed;
 mod targets;
@@ -48,6 +50,7 @@ pub use condition::{
 };
 pub use controlplane::{CodeRef, ControlPlaneSpec};
 pub use imagevector::{FindOptions, ImageVector, ImageVectorError};
+pub use options::{OptionSpec, Unhonoured};
 pub use targets::{
     ANY_NAME, CLOUDPROVIDER_WEBHOOK, CONTROLPLANE_WEBHOOK, ETCD_NAMES, Place, ProviderLabel,
     SEEDPROVIDER_WEBHOOK, TARGETS, Target, Touch, WEBHOOKS, Webhook, target_for_component,

@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use super::condition::Config;
 pub use super::condition::NamespaceRef;
-use super::version::VersionRange;
 
 /// `kubeletFlag`: Gardener's `EnsureStringWithPrefix` on the tokens of the
 /// kubelet unit's first `[Service]` `ExecStart`.
@@ -113,35 +112,15 @@ pub struct ConfigMapKey {
     pub namespace: NamespaceRef,
 }
 
-/// An image's file as content (`imageRef`), the image chosen by the shoot's
-/// Kubernetes version like the CCM images (most specific matching range).
+/// An image's file as content (`imageRef`): `image` names an entry of the
+/// provider's image vector, resolved by the shoot's Kubernetes version
+/// (`targetVersion`) like the other images, so `scion images` lists it and
+/// `IMAGEVECTOR_OVERWRITE` relocates it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ImageRef {
-    pub images: BTreeMap<String, String>,
+    pub image: String,
     pub file_path_in_image: String,
-}
-
-impl ImageRef {
-    pub fn image_for(&self, version: &semver::Version) -> Result<&str, String> {
-        self.images
-            .iter()
-            .filter_map(|(key, image)| {
-                let range = VersionRange::parse(key).ok()?;
-                range
-                    .contains(version)
-                    .then(|| (range.specificity(), image.as_str()))
-            })
-            .max_by_key(|(specificity, _)| *specificity)
-            .map(|(_, image)| image)
-            .ok_or_else(|| {
-                format!(
-                    "could not find image for Kubernetes {} (known: {})",
-                    version,
-                    self.images.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })
-    }
 }
 
 /// A template variable of a file's content built from a provider config:
@@ -251,13 +230,12 @@ pub fn check_file(spec: &FileSpec) -> Result<(), String> {
             "needs exactly one of `content`, `contentFile`, `configMapKey` or `imageRef`".into(),
         );
     }
-    if let Some(image) = &spec.image_ref {
-        if image.images.is_empty() {
-            return Err("`imageRef.images` needs at least one version range".into());
-        }
-        for key in image.images.keys() {
-            VersionRange::parse(key).map_err(|e| format!("`imageRef.images` key {key:?}: {e}"))?;
-        }
+    if let Some(image) = &spec.image_ref
+        && (image.image.is_empty() || image.file_path_in_image.is_empty())
+    {
+        return Err(
+            "`imageRef` needs `image` (a name of the image vector) and `filePathInImage`".into(),
+        );
     }
     for (name, var) in &spec.vars {
         if name.is_empty() || var.path.split('.').any(str::is_empty) {

@@ -273,9 +273,25 @@ fn control_plane(
         }
         components.push(component);
     }
+    // optional: without it every ControlPlaneConfig field the components do
+    // not read is warned about
+    let options_text = files("options.yaml").ok();
+    let options =
+        super::options::OptionSpec::parse(options_text.as_deref(), &components).map_err(|m| {
+            ProfileError::Field {
+                file: sibling(file, "options.yaml"),
+                field: m
+                    .split_once(": ")
+                    .map_or(String::new(), |(f, _)| f.to_owned()),
+                message: m
+                    .split_once(": ")
+                    .map_or(m.clone(), |(_, rest)| rest.to_owned()),
+            }
+        })?;
     Ok(ControlPlaneSpec {
         provider: provider.to_string(),
         code,
+        options,
         ccm_image: section
             .ccm_image
             .unwrap_or_else(|| DEFAULT_CCM_IMAGE.to_string()),

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `<p>/profile.yaml` | the webhook rules per component, the OperatingSystemConfig actions, which files below it are used |
 //! | `<p>/images.yaml` | the image vector (Gardener's `images.yaml` format) |
+//! | `<p>/options.yaml` | the ControlPlaneConfig and Cluster settings scion knowingly ignores, and those its Rust reads (`src/profile/options.rs`): a set option nothing reads is warned about |
 //! | `<p>/components/<name>.yaml` | the control-plane components as data: the Kubernetes objects of each, with placeholders and conditions (`docs/profiles.md`, "Components") |
 //! | `<p>/files/` | data files the rules name (unit bodies, scripts) |
 //! | `<p>/mod.rs` | the Rust a format needs, behind [`ProviderCode`]: the cloud config, the `cloudprovider` Secret's keys, how workload identity is recognised |
@@ -67,6 +68,7 @@ macro_rules! builtin_folder {
             files: &[
                 ("profile.yaml", include_str!("profile.yaml")),
                 ("images.yaml", include_str!("images.yaml")),
+                ("options.yaml", include_str!("options.yaml")),
                 $(($file, include_str!($file)),)*
             ],
             code: $code,

@@ -148,6 +148,10 @@ pub struct Rendered {
     /// Hibernation is enabled but kube-apiserver still runs: keep the
     /// components and reconcile again shortly (Gardener's requeue after 2 s).
     pub requeue: bool,
+    /// The ControlPlaneConfig and Cluster settings that are set and that the
+    /// components do not honour (`options.yaml`): `render` warns, the
+    /// controller records an event, `check` adds a row.
+    pub unhonoured: Vec<crate::profile::Unhonoured>,
 }
 
 impl Rendered {
@@ -257,6 +261,9 @@ pub fn render(input: &RenderInput<'_>, plane: &ControlPlaneSpec) -> Result<Rende
             out.of_mut(destination).push(object);
         }
     }
+    out.unhonoured = plane
+        .options
+        .unhonoured(input.cp.spec.provider_config.as_ref(), &roots);
     Ok(out)
 }
 
@@ -564,6 +571,7 @@ mod tests {
             code: None,
             ccm_image: "ccm".into(),
             components: Vec::new(),
+            options: Default::default(),
         };
         let roots = RenderRoots {
             input: &input,

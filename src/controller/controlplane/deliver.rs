@@ -8,9 +8,13 @@
 //! or replaced with its other labels and annotations kept and the reference
 //! annotations recomputed — after marking the Secrets it referenced before
 //! garbage-collectable. An existing ManagedResource of the same name (the Go
-//! extension's) is taken over the same way: no second one appears, and GRM's
-//! garbage collector deletes the Secret it no longer references.
+//! extension's) is taken over the same way: no second one appears, GRM's
+//! garbage collector deletes the Secret it no longer references, and the
+//! objects scion does not render are kept in a Secret of their own
+//! ([`takeover`]: decided before any write; refused, writing nothing, when a
+//! referenced Secret cannot be read).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -20,69 +24,144 @@ use serde_json::json;
 use crate::controller::Error;
 use crate::gardener::ManagedResource;
 use crate::gardener::managedresource::{
-    GARBAGE_COLLECTABLE_LABEL, REFERENCE_ANNOTATION_PREFIX, RESOURCES_APPLIED,
+    GARBAGE_COLLECTABLE_LABEL, LocalObjectReference, REFERENCE_ANNOTATION_PREFIX, RESOURCES_APPLIED,
 };
-use crate::managedresources::Bundle;
+use crate::managedresources::{Bundle, takeover};
 use crate::render::DesiredObject;
 
-/// Write `bundle` unless the live ManagedResource already has its spec.
-pub(super) async fn apply(client: &kube::Client, bundle: &Bundle) -> Result<(), Error> {
+/// Write `bundle` unless the live ManagedResource already has its spec, and
+/// keep what [`takeover::plan`] keeps of the live one (`rendered`: the keys of
+/// every object scion renders for the same cluster). Returns the objects kept
+/// (`Kind ns/name`); a take-over the plan refuses is an error and writes
+/// nothing.
+pub(super) async fn apply(
+    client: &kube::Client,
+    bundle: &Bundle,
+    rendered: &BTreeSet<takeover::ObjectKey>,
+) -> Result<Vec<String>, Error> {
     let ns = bundle.namespace.as_str();
     let name = bundle.name.as_str();
     let what = format!("ManagedResource {ns}/{name}");
     let api: Api<ManagedResource> = Api::namespaced(client.clone(), ns);
-    let desired: ManagedResource = serde_json::from_value(bundle.managed_resource.clone())
+    let mut desired: ManagedResource = serde_json::from_value(bundle.managed_resource.clone())
         .map_err(|e| Error::Internal(format!("{what}: {e}")))?;
     let live = api
         .get_opt(name)
         .await
         .map_err(|e| Error::kube(format!("get {what}"), e))?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let kept = match &live {
+        None => Vec::new(),
+        Some(live) => {
+            let mut referenced = Vec::new();
+            for reference in &live.spec.secret_refs {
+                let secret = secrets
+                    .get_opt(&reference.name)
+                    .await
+                    .map_err(|e| Error::kube(format!("get Secret {ns}/{}", reference.name), e))?;
+                let secret = secret
+                    .map(serde_json::to_value)
+                    .transpose()
+                    .map_err(|e| Error::Internal(format!("Secret {}: {e}", reference.name)))?;
+                referenced.push((reference.name.clone(), secret));
+            }
+            let live =
+                serde_json::to_value(live).map_err(|e| Error::Internal(format!("{what}: {e}")))?;
+            takeover::plan(&live, &referenced, rendered).map_err(Error::TakeOver)?
+        }
+    };
+    let mut to_create = vec![(bundle.secret_name.clone(), bundle.secret.clone())];
+    if !kept.is_empty() {
+        let (kept_name, kept_secret) = takeover::kept_secret(ns, name, &kept)
+            .map_err(|e| Error::Internal(format!("encoding the kept objects of {what}: {e}")))?;
+        desired.spec.secret_refs.push(LocalObjectReference {
+            name: kept_name.clone(),
+        });
+        desired
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                crate::managedresources::reference_annotation("secret", &kept_name),
+                kept_name.clone(),
+            );
+        to_create.push((kept_name, kept_secret));
+    }
+    let kept_names: Vec<String> = kept
+        .iter()
+        .map(|o| takeover::describe(&takeover::key(o)))
+        .collect();
     if let Some(live) = &live
         && live.spec == desired.spec
         && references(live) == references(&desired)
+        && rendered_secret(live) == Some(bundle.secret_name.as_str())
     {
-        return Ok(());
+        return Ok(kept_names);
     }
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let secret: Secret = serde_json::from_value(bundle.secret.clone())
-        .map_err(|e| Error::Internal(format!("Secret of {what}: {e}")))?;
-    match secrets.create(&PostParams::default(), &secret).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => {
-            return Err(Error::kube(
-                format!("create Secret {ns}/{}", bundle.secret_name),
-                e,
-            ));
+    for (secret_name, secret) in to_create {
+        let secret: Secret = serde_json::from_value(secret)
+            .map_err(|e| Error::Internal(format!("Secret of {what}: {e}")))?;
+        match secrets.create(&PostParams::default(), &secret).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => {
+                return Err(Error::kube(format!("create Secret {ns}/{secret_name}"), e));
+            }
         }
     }
+    let references = references(&desired);
+    let mark = |annotations: &mut BTreeMap<String, String>| {
+        annotations.retain(|k, _| !k.starts_with(REFERENCE_ANNOTATION_PREFIX));
+        annotations.extend(references.iter().cloned());
+        annotations.insert(
+            takeover::RENDERED_SECRET_ANNOTATION.to_owned(),
+            bundle.secret_name.clone(),
+        );
+    };
     match live {
         None => {
+            mark(
+                desired
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default),
+            );
             api.create(&PostParams::default(), &desired)
                 .await
                 .map_err(|e| Error::kube(format!("create {what}"), e))?;
         }
         Some(mut live) => {
             for old in &live.spec.secret_refs {
-                if old.name != bundle.secret_name {
+                if !desired.spec.secret_refs.iter().any(|r| r.name == old.name) {
                     mark_garbage_collectable(&secrets, ns, &old.name).await?;
                 }
             }
-            let references = references(&desired);
             live.spec = desired.spec;
-            let annotations = live
-                .metadata
-                .annotations
-                .get_or_insert_with(Default::default);
-            annotations.retain(|k, _| !k.starts_with(REFERENCE_ANNOTATION_PREFIX));
-            annotations.extend(references);
+            mark(
+                live.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default),
+            );
             api.replace(name, &PostParams::default(), &live)
                 .await
                 .map_err(|e| Error::kube(format!("update {what}"), e))?;
         }
     }
-    tracing::info!(managed_resource = %format!("{ns}/{name}"), secret = %bundle.secret_name, "ManagedResource written");
-    Ok(())
+    if kept_names.is_empty() {
+        tracing::info!(managed_resource = %format!("{ns}/{name}"), secret = %bundle.secret_name, "ManagedResource written");
+    } else {
+        tracing::warn!(managed_resource = %format!("{ns}/{name}"), secret = %bundle.secret_name, kept = %kept_names.join(", "), "ManagedResource written; kept the objects scion does not render");
+    }
+    Ok(kept_names)
+}
+
+/// The Secret scion last wrote into `mr` ([`takeover::RENDERED_SECRET_ANNOTATION`]).
+fn rendered_secret(mr: &ManagedResource) -> Option<&str> {
+    mr.metadata
+        .annotations
+        .as_ref()?
+        .get(takeover::RENDERED_SECRET_ANNOTATION)
+        .map(String::as_str)
 }
 
 fn references(mr: &ManagedResource) -> Vec<(String, String)> {

@@ -16,11 +16,14 @@
 //! A ManagedResource a Go extension left that the components do not write
 //! (`-shoot-crds`, `-storageclasses`, `-shoot-webhooks`) stays as it is (GRM
 //! keeps applying it) and is deleted, in Gardener's order, with the
-//! ControlPlane.
+//! ControlPlane. One scion writes is taken over in place, keeping the objects
+//! scion does not render ([`crate::managedresources::takeover`]); the
+//! ControlPlane's `lastOperation.description` then names them.
 
 mod certificates;
 mod deliver;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +33,7 @@ use kube::api::Api;
 use super::extension::{Actuator, Outcome};
 use super::{Error, REQUEUE_AFTER};
 use crate::gardener::{ControlPlane, ObjectKind, ShootContext};
-use crate::managedresources::{self, Bundle, Class};
+use crate::managedresources::{self, Bundle, Class, takeover};
 use crate::profile::component::Destination;
 use crate::profile::{ControlPlaneSpec, ImageVector};
 use crate::render::{self, DesiredObject, RenderInput, Rendered};
@@ -84,6 +87,31 @@ pub const MANAGED_RESOURCES: [(Destination, &str, Class, &str, bool); 5] = [
     ),
 ];
 
+/// The reporting controller of the Events on ControlPlanes.
+pub const EVENT_REPORTER: &str = "scion";
+/// The reason of the Event that names the settings scion does not honour.
+pub const UNHONOURED_REASON: &str = "OptionsNotHonoured";
+/// The most bytes of an Event's note (the API's limit is 1 kB).
+const EVENT_NOTE_BYTES: usize = 1000;
+
+/// The note of the Event for `options`: every one, `; `-separated, cut at
+/// [`EVENT_NOTE_BYTES`] (on a character boundary, with `…`).
+pub fn unhonoured_note(options: &[crate::profile::Unhonoured]) -> String {
+    let text = options
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if text.len() <= EVENT_NOTE_BYTES {
+        return text;
+    }
+    let mut end = EVENT_NOTE_BYTES - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// The CCM Deployment's name.
 pub const CCM_DEPLOYMENT: &str = render::CCM_NAME;
 
@@ -104,6 +132,11 @@ pub struct ControlPlaneActuator {
     pub delete_poll: Duration,
     /// The clock of the certificates (Unix seconds).
     pub now_unix: fn() -> i64,
+    /// What the last reconcile of each ControlPlane (`ns/name`) kept without
+    /// rendering it, for its status ([`Actuator::take_note`]).
+    notes: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Records the Kubernetes Events on the ControlPlanes (options not honoured).
+    events: kube::runtime::events::Recorder,
 }
 
 impl ControlPlaneActuator {
@@ -117,7 +150,7 @@ impl ControlPlaneActuator {
     ) -> Self {
         let provider = provider.into();
         ControlPlaneActuator {
-            client,
+            client: client.clone(),
             state,
             images: Arc::new(ImageVector::builtin(&provider)),
             provider,
@@ -126,6 +159,14 @@ impl ControlPlaneActuator {
             delete_wait: Duration::from_secs(120),
             delete_poll: Duration::from_secs(2),
             now_unix: || k8s_openapi::jiff::Timestamp::now().as_second(),
+            notes: Default::default(),
+            events: kube::runtime::events::Recorder::new(
+                client.clone(),
+                kube::runtime::events::Reporter {
+                    controller: EVENT_REPORTER.to_owned(),
+                    instance: std::env::var("HOSTNAME").ok(),
+                },
+            ),
         }
     }
 
@@ -168,6 +209,28 @@ impl ControlPlaneActuator {
     }
 }
 
+impl ControlPlaneActuator {
+    /// Log and record (a Warning Event on the ControlPlane, reason
+    /// [`UNHONOURED_REASON`]) the settings the render does not honour; a
+    /// failed Event is logged, never an error of the reconcile.
+    async fn warn_unhonoured(&self, cp: &ControlPlane, options: &[crate::profile::Unhonoured]) {
+        use kube::Resource as _;
+        let note = unhonoured_note(options);
+        let key = format!("{}/{}", cp.namespace(), cp.name());
+        tracing::warn!(controlplane = %key, options = %note, "settings scion does not honour");
+        let event = kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: UNHONOURED_REASON.to_owned(),
+            note: Some(note),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.events.publish(&event, &cp.object_ref(&())).await {
+            tracing::warn!(controlplane = %key, error = %crate::gardener::ApiError::from(e), "could not record the event of the settings scion does not honour");
+        }
+    }
+}
+
 /// What the actuator would write for a ControlPlane, computed by reading only.
 #[derive(Debug, Clone)]
 pub struct Desired {
@@ -176,6 +239,8 @@ pub struct Desired {
     pub plan: crate::secrets::Plan,
     /// The ManagedResources with their Secrets, as [`bundles`] gives them.
     pub bundles: Vec<Bundle>,
+    /// The settings the render does not honour.
+    pub unhonoured: Vec<crate::profile::Unhonoured>,
 }
 
 impl ControlPlaneActuator {
@@ -188,7 +253,11 @@ impl ControlPlaneActuator {
         let plan = certificates::plan(self, namespace, shoot).await?;
         let rendered = self.render(cp, shoot, &plan.certificates).await?;
         let bundles = bundles(namespace, &rendered)?;
-        Ok(Desired { plan, bundles })
+        Ok(Desired {
+            plan,
+            bundles,
+            unhonoured: rendered.unhonoured,
+        })
     }
 }
 
@@ -212,6 +281,44 @@ pub fn bundles(namespace: &str, rendered: &Rendered) -> Result<Vec<Bundle>, Erro
     Ok(out)
 }
 
+/// The keys of the objects of `bundles` per cluster: the seed's (class
+/// `seed`) and the shoot's; a take-over keeps an object only when scion
+/// renders it into none of the ManagedResources of its cluster.
+pub fn rendered_keys(bundles: &[Bundle]) -> Result<[BTreeSet<takeover::ObjectKey>; 2], Error> {
+    let mut out = [BTreeSet::new(), BTreeSet::new()];
+    for bundle in bundles {
+        let data = managedresources::compare::secret_data(&bundle.secret)
+            .and_then(|d| managedresources::decode(&d))
+            .map_err(|e| Error::Internal(format!("ManagedResource {}: {e}", bundle.name)))?;
+        out[cluster_index(bundle.class)].extend(takeover::keys(&data));
+    }
+    Ok(out)
+}
+
+/// The index of `class`'s cluster in [`rendered_keys`]: 0 seed, 1 shoot.
+pub fn cluster_index(class: Class) -> usize {
+    match class {
+        Class::Seed => 0,
+        Class::Shoot | Class::ShootForceAnnotations => 1,
+    }
+}
+
+/// The status note of what a reconcile kept, per ManagedResource.
+fn kept_note(kept: &[(String, Vec<String>)]) -> Option<String> {
+    if kept.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = kept
+        .iter()
+        .map(|(mr, objects)| format!("{mr}: {}", objects.join(", ")))
+        .collect();
+    Some(format!(
+        "kept {} object(s) scion does not render, as the ManagedResources held them ({})",
+        kept.iter().map(|(_, o)| o.len()).sum::<usize>(),
+        parts.join("; ")
+    ))
+}
+
 /// The ManagedResources the actuator writes for every shoot of `spec`: seed
 /// and shoot, and those a component writes an object to unconditionally
 /// (the health checks watch them).
@@ -232,11 +339,29 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         let namespace = cp.namespace();
         let plan = certificates::ensure(self, namespace, shoot).await?;
         let rendered = self.render(cp, shoot, &plan.certificates).await?;
+        if !rendered.unhonoured.is_empty() {
+            self.warn_unhonoured(cp, &rendered.unhonoured).await;
+        }
         for secret in &rendered.access_secrets {
             deliver::ensure_access_secret(&self.client, secret).await?;
         }
-        for bundle in bundles(namespace, &rendered)? {
-            deliver::apply(&self.client, &bundle).await?;
+        let bundles = bundles(namespace, &rendered)?;
+        let keys = rendered_keys(&bundles)?;
+        let mut kept = Vec::new();
+        for bundle in &bundles {
+            let objects =
+                deliver::apply(&self.client, bundle, &keys[cluster_index(bundle.class)]).await?;
+            if !objects.is_empty() {
+                kept.push((bundle.name.clone(), objects));
+            }
+        }
+        {
+            let key = format!("{namespace}/{}", cp.name());
+            let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+            match kept_note(&kept) {
+                Some(note) => notes.insert(key, note),
+                None => notes.remove(&key),
+            };
         }
         let mounting = certificates::mounting(&rendered, &plan);
         certificates::cleanup(self, namespace, &plan, &mounting).await?;
@@ -268,11 +393,11 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
                 crate::secrets::Certificates::named_after_configs(&self.spec.certificates());
             match self.render(cp, shoot, &names).await {
                 Ok(rendered) => {
-                    if let Some(config) = bundles(namespace, &rendered)?
-                        .into_iter()
-                        .find(|b| b.name == CONFIG_MR)
-                    {
-                        deliver::apply(&self.client, &config).await?;
+                    let bundles = bundles(namespace, &rendered)?;
+                    let keys = rendered_keys(&bundles)?;
+                    if let Some(config) = bundles.iter().find(|b| b.name == CONFIG_MR) {
+                        deliver::apply(&self.client, config, &keys[cluster_index(config.class)])
+                            .await?;
                     }
                 }
                 // A config that no longer renders (credentials gone) must not
@@ -321,5 +446,15 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
     /// ShootState before asking.
     async fn restore(&self, cp: &ControlPlane, shoot: &ShootContext) -> Result<Outcome, Error> {
         self.reconcile(cp, shoot).await
+    }
+
+    /// The objects the last reconcile kept without rendering them.
+    fn take_note(&self, cp: &ControlPlane) -> Option<String> {
+        let key = format!("{}/{}", cp.namespace(), cp.name());
+        self.notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned()
     }
 }

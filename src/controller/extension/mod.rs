@@ -135,4 +135,10 @@ pub trait Actuator<K: Extension>: Send + Sync + 'static {
         obj: &K,
         shoot: &ShootContext,
     ) -> impl Future<Output = Result<Outcome, Error>> + Send;
+    /// What the succeeded status should say besides Gardener's text after a
+    /// reconcile or restore of `obj` (the objects a ManagedResource take-over
+    /// kept); none by default.
+    fn take_note(&self, _obj: &K) -> Option<String> {
+        None
+    }
 }

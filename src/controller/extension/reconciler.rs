@@ -482,7 +482,9 @@ async fn operate<K: Extension, A: Actuator<K>>(
                 Ok(outcome) => outcome,
                 Err(e) => return Err(failed(e).await),
             };
-            patch_status(&api, &name, &succeeded()).await?;
+            let note = ctx.actuator.take_note(obj);
+            let body = status::succeeded_with(K::KIND, op, generation, &now(), note.as_deref());
+            patch_status(&api, &name, &body).await?;
             match outcome {
                 Outcome::RequeueAfter(after) => Ok((outcome, Action::requeue(after))),
                 Outcome::Done => {

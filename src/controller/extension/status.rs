@@ -19,12 +19,27 @@ pub fn processing(kind: &str, op: OperationType, now: &str) -> Value {
 
 /// `Succeeded`, progress 100, lastError cleared, observedGeneration set.
 pub fn succeeded(kind: &str, op: OperationType, generation: Option<i64>, now: &str) -> Value {
+    succeeded_with(kind, op, generation, now, None)
+}
+
+/// [`succeeded`] with `note` after Gardener's description (`<text>; <note>`).
+pub fn succeeded_with(
+    kind: &str,
+    op: OperationType,
+    generation: Option<i64>,
+    now: &str,
+    note: Option<&str>,
+) -> Value {
+    let description = match note {
+        Some(note) => format!("{}; {note}", op.texts(kind).1),
+        None => op.texts(kind).1,
+    };
     json!({"status": {
         "lastOperation": {
             "type": op.as_str(),
             "state": "Succeeded",
             "progress": 100,
-            "description": op.texts(kind).1,
+            "description": description,
             "lastUpdateTime": now,
         },
         "lastError": null,

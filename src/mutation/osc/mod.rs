@@ -67,6 +67,9 @@ pub struct OscContext<'a> {
     pub kubelet_library: u32,
     /// Kubelet configurations encoded earlier.
     pub memo: &'a memo::KubeletMemo,
+    /// The image vector `imageRef` names resolve in (the provider's, with
+    /// `IMAGEVECTOR_OVERWRITE` merged).
+    pub images: &'a crate::profile::ImageVector,
 }
 
 /// The new `spec.units` and `spec.files` (`None`: unchanged) of an OSC.
@@ -361,8 +364,13 @@ fn build_file(spec: &FileSpec, ctx: &OscContext<'_>) -> Result<Option<Value>, Os
         file.insert("permissions".into(), Value::from(mode));
     }
     let content = if let Some(image) = &spec.image_ref {
-        let reference = image
-            .image_for(ctx.shoot.kubernetes_version())
+        let opts = crate::profile::FindOptions {
+            target_version: Some(ctx.shoot.kubernetes_version()),
+            ..Default::default()
+        };
+        let reference = ctx
+            .images
+            .find(&image.image, &opts)
             .map_err(|e| OscError::Failed(format!("file {}: {e}", spec.path)))?;
         json!({"imageRef": {"image": reference, "filePathInImage": image.file_path_in_image}})
     } else {

@@ -690,6 +690,31 @@ impl Component {
         out
     }
 
+    /// The value paths the component reads (`root.key…` of every
+    /// expression, in values, objects and conditions), for the options it
+    /// honours ([`crate::profile::options`]).
+    pub fn value_paths(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut collect = |node: &Node| {
+            let _ = node.visit(&mut Vec::new(), &mut |used, _| {
+                let mut exprs = Vec::new();
+                match used {
+                    Used::Expr(e) => exprs.push(e),
+                    Used::Condition(c) => c.value_exprs(&mut exprs),
+                }
+                out.extend(exprs.into_iter().map(|e| e.path.clone()));
+                Ok(())
+            });
+        };
+        for node in self.values.values() {
+            collect(node);
+        }
+        for object in &self.objects {
+            collect(&Node::List(vec![object.item.clone()]));
+        }
+        out
+    }
+
     /// The image names the component uses (`images.<name>`).
     pub fn image_names(&self) -> Vec<String> {
         let mut out = Vec::new();

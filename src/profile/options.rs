@@ -334,7 +334,9 @@ mod tests {
 
     #[test]
     fn a_component_that_reads_an_option_silences_it() {
+        let no_files = |path: &str| Err(format!("no file {path}"));
         let known = crate::profile::component::Known {
+            files: &no_files,
             images: &crate::profile::ImageVector::default(),
             code: None,
             secrets: &[],

@@ -178,6 +178,28 @@ impl Scion {
             .unwrap_or_default()
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    /// `kill -9`: the process ends at once, without draining or releasing
+    /// its Lease (a crashed or OOM-killed pod).
+    pub fn kill(mut self) {
+        self.proc.kill();
+    }
+
+    /// `(resident, peak resident)` memory in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self) -> Option<(u64, u64)> {
+        self.proc.memory_kib()
+    }
+
+    /// `GET <path>` on the health listener (`/readyz`, `/healthz`,
+    /// `/readyz?verbose`): status and body, `None` when nothing answers.
+    pub async fn probe(&self, path: &str) -> Option<(u16, String)> {
+        self.http_get(self.health, path).await
+    }
+
     /// SIGTERM, wait for the drain; the exit code.
     pub fn stop(mut self) -> Option<i32> {
         self.proc

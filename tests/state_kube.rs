@@ -41,6 +41,15 @@ async fn initial_list_and_watch_events_update_the_projection() {
     let (state, mut api) = state(Duration::from_secs(2));
     let runner = state.spawn();
     assert!(!state.is_synced());
+    // before the first list a Cluster is not known to be missing
+    let err = state.shoot("shoot--dev--aws").unwrap_err();
+    assert_eq!(
+        err,
+        StateError::NotSynced {
+            name: "shoot--dev--aws".into()
+        }
+    );
+    assert!(err.to_string().contains("have not been listed"), "{err}");
 
     // Initial list, paged, with one Cluster that cannot be projected.
     let (request, send) = next(&mut api).await;

@@ -254,10 +254,17 @@ impl KubeState {
 }
 
 impl StateSource for KubeState {
+    /// Before the first complete list a missing Cluster is not known to be
+    /// missing: the lookup says the Clusters have not been listed yet
+    /// ([`StateError::NotSynced`]) rather than "not found", which would send
+    /// an operator looking for a Cluster that exists.
     fn shoot(&self, namespace: &str) -> Result<Arc<ShootContext>, StateError> {
         let shoots = self.shoots.read().unwrap_or_else(PoisonError::into_inner);
         match shoots.get(namespace) {
             Some(entry) => entry.clone(),
+            None if !self.is_synced() => Err(StateError::NotSynced {
+                name: namespace.to_string(),
+            }),
             None => Err(StateError::ClusterNotFound {
                 name: namespace.to_string(),
             }),

@@ -28,6 +28,13 @@ use crate::gardener::{ClusterError, ObjectData, ObjectKind, ShootContext};
 pub enum StateError {
     #[error("could not get Cluster {name:?}: not found")]
     ClusterNotFound { name: String },
+    /// The Clusters have not been read yet (the first list of the watch has
+    /// not completed: the API server is slow, hangs or refuses): whether the
+    /// Cluster exists is not known, so it must not be answered as missing.
+    #[error(
+        "could not get Cluster {name:?}: the Clusters have not been listed from the API server yet (the replica is not ready)"
+    )]
+    NotSynced { name: String },
     #[error(transparent)]
     ClusterMalformed(#[from] ClusterError),
     #[error("could not get {kind} '{namespace}/{name}': {reason}")]

@@ -67,6 +67,16 @@ impl ScionBuilder {
     /// Start and wait until `/readyz` answers 200 (panics with the log tail
     /// if it exits or is not ready in time).
     pub async fn start(self) -> Scion {
+        self.launch(true).await
+    }
+
+    /// Start and wait only until the health listener answers, ready or not
+    /// (a replica that cannot get ready, on purpose).
+    pub async fn spawn(self) -> Scion {
+        self.launch(false).await
+    }
+
+    async fn launch(self, ready: bool) -> Scion {
         let cert_dir = tempfile::tempdir().unwrap();
         let webhook = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let health = SocketAddr::from(([127, 0, 0, 1], free_port()));
@@ -111,15 +121,15 @@ impl ScionBuilder {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             scion.proc.assert_running();
-            if matches!(
-                scion.http_get(scion.health, "/readyz").await,
-                Some((200, _))
-            ) {
-                return scion;
+            match scion.http_get(scion.health, "/readyz").await {
+                Some((200, _)) => return scion,
+                Some(_) if !ready => return scion,
+                _ => {}
             }
             if Instant::now() > deadline {
                 panic!(
-                    "scion serve not ready after 120 s; its log:\n{}",
+                    "scion serve not {} after 120 s; its log:\n{}",
+                    if ready { "ready" } else { "listening" },
                     scion.proc.log_tail(6000)
                 );
             }

@@ -188,6 +188,7 @@ async fn bootstrap_rotation_and_replicas() {
         .unwrap();
     assert_eq!(pass.plan, Plan::default());
     assert_eq!(writes(&log), before);
+    assert!(!pass.awaiting_trust);
 
     // 2. day 25: the CA is due; a new CA joins the bundle, the server stays
     let t = T0 + 25 * DAY;
@@ -204,6 +205,7 @@ async fn bootstrap_rotation_and_replicas() {
     assert_ne!(ca2, ca1);
     assert_eq!(data(&store, &ca_secret, "old-ca.crt").unwrap(), ca1);
     assert_eq!(data(&store, &tls_secret, "tls.crt").unwrap(), srv1);
+    assert!(pass.awaiting_trust, "the next pass comes soon");
     assert_eq!(
         pems(&data(&store, &tls_secret, "ca.crt").unwrap()),
         [ca2.clone(), ca1.clone()]
@@ -212,6 +214,7 @@ async fn bootstrap_rotation_and_replicas() {
     // 3. the configuration still trusts only ca1: the server certificate waits
     let pass = reconcile_certificates(&client, &ext, t + 60).await.unwrap();
     assert_eq!(pass.plan, Plan::default());
+    assert!(pass.awaiting_trust);
     assert_eq!(data(&store, &tls_secret, "tls.crt").unwrap(), srv1);
 
     // 4. the registration applied the bundle: the server certificate switches
@@ -227,6 +230,7 @@ async fn bootstrap_rotation_and_replicas() {
             new_server: true
         }
     );
+    assert!(!pass.awaiting_trust, "the rotation is done");
     let srv2 = data(&store, &tls_secret, "tls.crt").unwrap();
     assert_eq!(issuer(&srv2), cn(&ca2));
     assert_eq!(

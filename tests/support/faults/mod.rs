@@ -41,3 +41,31 @@ pub fn report(scenario: &str, figures: &[(&str, String)]) {
         load_average()
     );
 }
+
+/// The upper bound (seconds) of the bucket holding the `q`-quantile of the
+/// Prometheus histogram `name` in `metrics` (the text format), summed over
+/// its label sets; `None` when it has no observations.
+pub fn histogram_quantile(metrics: &str, name: &str, q: f64) -> Option<f64> {
+    let prefix = format!("{name}_bucket{{");
+    let mut buckets: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for line in metrics.lines().filter(|l| l.starts_with(&prefix)) {
+        let le = line.split("le=\"").nth(1)?.split('"').next()?;
+        let le: f64 = if le == "+Inf" {
+            f64::INFINITY
+        } else {
+            le.parse().ok()?
+        };
+        let count: f64 = line.rsplit(' ').next()?.parse().ok()?;
+        buckets.entry(le.to_bits()).or_insert((le, 0.0)).1 += count;
+    }
+    let mut sorted: Vec<(f64, f64)> = buckets.into_values().collect();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = sorted.last()?.1;
+    if total == 0.0 {
+        return None;
+    }
+    sorted
+        .into_iter()
+        .find(|(_, count)| *count >= total * q)
+        .map(|(le, _)| le)
+}

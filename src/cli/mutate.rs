@@ -113,7 +113,9 @@ async fn explain(
     let object = request.object.as_ref().context("request has no object")?;
     let target = dispatch(&request.kind, object)
         .map_err(|_| anyhow::anyhow!("{} is not a target of the webhooks", request.kind.kind))?;
-    let shoot = shoot_of(state, target, &request.namespace).map_err(|d| anyhow::anyhow!("{d}"))?;
+    let shoot = shoot_of(state, target, &request.namespace)
+        .await
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
     let mut objects = fetch(engine, state, target, object, &shoot, &request.namespace)
         .await
         .map_err(|d| anyhow::anyhow!("{d}"))?;

@@ -81,4 +81,22 @@ pub trait StateSource: Send + Sync + 'static {
 
     /// True once the initial sync finished; `/readyz` waits for it.
     fn is_synced(&self) -> bool;
+
+    /// What the state serves from when it cannot follow its source right
+    /// now (the watch failing, a list again in progress), for `/readyz`'s
+    /// `state-synced` line; `None` when it follows.
+    fn sync_note(&self) -> Option<String> {
+        None
+    }
+
+    /// The shoot context for a webhook request: [`StateSource::shoot`], and
+    /// where the source's cache can lag behind the API server (the API
+    /// source's watch, which after an API server restart resumes only after
+    /// its backoff), a live read of the Cluster the cache does not hold.
+    fn lookup_shoot<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<ShootContext>, StateError>> {
+        Box::pin(std::future::ready(self.shoot(namespace)))
+    }
 }

@@ -114,6 +114,7 @@ fn election(identity: &str) -> LeaderElection {
             max_backoff: Duration::from_millis(400),
             stop_timeout: Duration::from_secs(1),
         },
+        status: Default::default(),
     }
 }
 

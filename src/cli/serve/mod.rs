@@ -356,6 +356,7 @@ fn leader_work(
         register_webhook: args
             .register_webhook
             .then(|| args.cert.cert_dir.join(crate::tls::CA_CERT_FILE)),
+        leader_status: Default::default(),
     };
     Ok((!work.is_empty()).then_some(work))
 }
@@ -427,6 +428,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &metrics,
     )?
     .map(|work| {
+        if work.lease.is_some() {
+            // Never unready: every replica serves the webhook, leading or
+            // not; the note says whether this one runs the leader work.
+            let status = work.leader_status.clone();
+            readiness.add_check("leader-election", Arc::new(|| true));
+            readiness.add_note("leader-election", Arc::new(move || status.note()));
+        }
         let (shutdown, liveness) = (shutdown.clone(), readiness.clone());
         tokio::spawn(async move {
             // A panic in the election is a failure like any other.

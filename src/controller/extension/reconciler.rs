@@ -370,7 +370,7 @@ async fn reconcile_once<K: Extension, A: Actuator<K>>(
     {
         return Ok(Action::await_change());
     }
-    let shoot = ctx.state.shoot(&namespace)?;
+    let shoot = ctx.state.lookup_shoot(&namespace).await?;
     match Step::plan(obj.as_ref(), &shoot, &ctx) {
         Step::Skip => Ok(Action::await_change()),
         Step::Backoff(wait) => Ok(Action::requeue(wait)),
@@ -520,6 +520,12 @@ pub async fn run<K: Extension, A: Actuator<K>>(
     if let Some(metrics) = &ctx.metrics {
         metrics.started(K::CONTROLLER, ctx.concurrency);
     }
+    // A term of leadership starts from nothing, as a Go extension's new
+    // leader (a new process) does: every object's first look is a CREATE
+    // for Gardener's predicates. What an earlier term of this process saw
+    // may be stale: another replica led meanwhile, or this one's operation
+    // was cut off when its leadership ended (lastOperation `Processing`).
+    ctx.memory().objects.clear();
     let client = ctx.client.clone();
     let mut controller = Controller::new(
         Api::<K>::all(client.clone()),

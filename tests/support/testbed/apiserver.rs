@@ -353,18 +353,19 @@ impl ApiServer {
         }
     }
 
-    /// Stop the API server (SIGTERM: its own graceful shutdown; SIGKILL
-    /// after 60 s). Clients see connection errors until
-    /// [`ApiServer::start_again`].
+    /// Stop the API server: SIGTERM (its graceful shutdown: it stops
+    /// listening at once and drains), SIGKILL after 10 s (seen: a test bed
+    /// API server that had stopped listening took a minute to exit).
+    /// Clients see connection errors until [`ApiServer::start_again`].
     pub fn stop(&mut self) {
-        self.proc.stop(Duration::from_secs(60));
+        self.proc.stop(Duration::from_secs(10));
     }
 
     /// Start the stopped API server again: same port, certificates, flags
     /// and etcd prefix, so every client reconnects by itself. Waits until
     /// `/readyz` says `ok`.
     pub async fn start_again(&mut self) {
-        self.proc.stop(Duration::from_secs(60));
+        self.proc.stop(Duration::from_secs(10));
         self.proc = Self::spawn(self.bins, &self.name, &self.dir, &self.args);
         // without a retry, a taken port is reported as a failure
         if let Err(NotReady::Failed(why)) =

@@ -98,6 +98,13 @@ async fn the_leader_is_killed_and_the_other_replica_takes_over() {
         seed::wait_for_leader(api, Some(&first_leader), Duration::from_secs(60)).await;
     let takeover = killed.elapsed();
     assert!(second_leader.starts_with("replica-b_"), "{second_leader}");
+    // the Lease runs out 15 s after the follower last saw it renewed (at
+    // most one retry period, 2 s, after the kill); the follower looks every
+    // 2 s; 1 s for this test's polling
+    assert!(
+        takeover <= Duration::from_secs(15 + 2 + 2 + 1),
+        "the Lease was taken over {takeover:?} after the kill"
+    );
     seed::wait_succeeded(api, &namespaces, Duration::from_secs(180)).await;
     let converged = killed.elapsed();
     // the survivor alone under load for a while

@@ -169,10 +169,10 @@ fn bench(c: &mut Criterion) {
         .iter()
         .find(|f| f["path"] == scion::mutation::osc::KUBELET_CONFIG)
         .and_then(|f| f["content"]["inline"]["data"].as_str())
-        .map(|d| scion::mutation::osc::file::decode("b64", d).expect("b64"))
+        .map(|d| scion::gocompat::file::decode("b64", d).expect("b64"))
         .map(|b| String::from_utf8(b).expect("UTF-8"))
         .expect("a kubelet configuration");
-    let library = scion::mutation::osc::kubelet::NEWEST_LIBRARY;
+    let library = scion::gocompat::kubelet::NEWEST_LIBRARY;
     c.bench_function("part_osc_kubelet_yaml_parse", |b| {
         b.iter(|| {
             serde_saphyr::from_str::<serde_json::Value>(std::hint::black_box(&config_text))
@@ -180,13 +180,11 @@ fn bench(c: &mut Criterion) {
         })
     });
     c.bench_function("part_osc_kubelet_decode", |b| {
-        b.iter(|| {
-            scion::mutation::osc::kubelet::decode(std::hint::black_box(&config_text), library)
-        })
+        b.iter(|| scion::gocompat::kubelet::decode(std::hint::black_box(&config_text), library))
     });
-    let config = scion::mutation::osc::kubelet::decode(&config_text, library).expect("decodes");
+    let config = scion::gocompat::kubelet::decode(&config_text, library).expect("decodes");
     c.bench_function("part_osc_kubelet_encode", |b| {
-        b.iter(|| scion::mutation::osc::kubelet::encode(std::hint::black_box(&config)))
+        b.iter(|| scion::gocompat::kubelet::encode(std::hint::black_box(&config)))
     });
     let request = mutator.decode(review).expect("fixture parses");
     c.bench_function("part_mutate_and_diff", |b| {

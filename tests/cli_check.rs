@@ -18,7 +18,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use scion::ccm::{self, RenderInput};
 use scion::cli::check::{Report, Verdict, check_seed};
 use scion::controller::controlplane::{self, SEED_MR, SHOOT_MR};
 use scion::deploy::Extension;
@@ -26,6 +25,7 @@ use scion::deploy::rbac::{self, check_cluster_role};
 use scion::managedresources::{self, Bundle, compare::secret_data};
 use scion::mutation::{Engine, Outcome, mutate_request};
 use scion::profile::{ImageVector, Profile};
+use scion::render::{self, RenderInput};
 use scion::secrets;
 use scion::state::ObjectsDir;
 use serde_json::{Value, json};
@@ -157,8 +157,8 @@ fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) ->
     let (cp, shoot, credentials) =
         scion::cli::render::load_render_inputs(dir.path(), namespace, "control-plane").unwrap();
     let profile = Profile::builtin("aws").unwrap();
-    let images = ImageVector::builtin_with_env_overwrite("aws").unwrap();
-    let rendered = ccm::render(
+    let images = ImageVector::builtin("aws").with_env_overwrite().unwrap();
+    let rendered = render::render(
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
@@ -168,7 +168,7 @@ fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) ->
             images: &images,
             server_secret: Some(server_secret),
         },
-        profile.ccm().unwrap(),
+        profile.control_plane().unwrap(),
     )
     .unwrap();
     controlplane::bundles(namespace, &rendered).unwrap()
@@ -181,7 +181,7 @@ fn with_changed_flag(bundle: &Bundle) -> (Bundle, usize) {
     let mut objects = managedresources::decode(&data).unwrap();
     let deployment = objects
         .iter_mut()
-        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == ccm::CCM_NAME)
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == render::CCM_NAME)
         .unwrap();
     let command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
         .as_array_mut()
@@ -403,7 +403,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
         seed_mr.changes,
         [format!(
             "changed Deployment {DIFFERING}/{} (/spec/template/spec/containers/0/command/{})",
-            ccm::CCM_NAME,
+            render::CCM_NAME,
             flag_index.unwrap()
         )],
         "{seed_mr:?}"

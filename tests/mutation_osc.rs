@@ -22,8 +22,7 @@ const GARDENLET_UNIT: &str = "[Unit]\nDescription=kubelet daemon\nDocumentation=
 const AWS_UNIT: &str = "[Unit]\nDescription=kubelet daemon\nDocumentation=https://kubernetes.io/docs/admin/kubelet\nAfter=containerd.service\n\n[Install]\nWantedBy=multi-user.target\n\n[Service]\nRestart=always\nRestartSec=5\nEnvironment=\"HTTP2_READ_IDLE_TIMEOUT_SECONDS=25\" \"HTTP2_PING_TIMEOUT_SECONDS=12\"\nEnvironmentFile=/etc/environment\nEnvironmentFile=-/var/lib/kubelet/extra_args\nExecStart=/opt/bin/kubelet --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n    --config=/var/lib/kubelet/config/kubelet \\\n    --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n    --node-labels=worker.gardener.cloud/kubernetes-version=1.33.3 \\\n    --node-labels=worker.gardener.cloud/pool=worker-a \\\n    --container-runtime-endpoint=unix:///run/containerd/containerd.sock \\\n    --runtime-cgroups=/system.slice/containerd.service \\\n    --v=2 \\\n    $KUBELET_EXTRA_ARGS \\\n    --cloud-provider=external\nExecStartPre=/bin/sh -c 'hostnamectl set-hostname $(hostname -f)'\n";
 
 /// Gardener's kubelet configuration codec golden vector (configcodec_test.go).
-const KUBELET_CONFIG: &str =
-    include_str!("../src/mutation/osc/testdata/kubelet-config-golden.yaml");
+const KUBELET_CONFIG: &str = include_str!("../src/gocompat/testdata/kubelet-config-golden.yaml");
 
 const SYSCTL: &str =
     "kernel.panic = 10\nnet.ipv4.conf.all.forwarding = 1\nvm.max_map_count = 135217728\n";

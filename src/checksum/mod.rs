@@ -1,10 +1,10 @@
 //! Gardener's checksum of a Secret's or ConfigMap's data (`pkg/utils.ComputeChecksum`):
 //! lowercase hex SHA-256 of Go's `json.Marshal` of `.data`.
 //!
-//! Go's encoding differs from serde_json's in three ways that change the digest:
+//! Go's encoding differs from serde_json's in ways that change the digest:
 //! map keys are sorted, `[]byte` values are standard base64 with padding, and
-//! `<`, `>`, `&`, U+2028 and U+2029 are escaped as `\u003c`, `\u003e`, `\u0026`,
-//! `\u2028`, `\u2029`. A nil map marshals to `null`.
+//! strings are escaped as `encoding/json` does ([`crate::gocompat::json`]).
+//! A nil map marshals to `null`.
 //!
 //! Two more algorithms exist in the provider extensions: [`per_key_checksum`]
 //! (`ComputeSecretChecksum`/`ComputeConfigMapChecksum`, GCP's ingress-gce) and
@@ -15,22 +15,29 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
+use crate::gocompat::json;
+
 /// Checksum of a Secret's `.data` (`None` is a nil map).
 pub fn secret_checksum(data: Option<&BTreeMap<String, Vec<u8>>>) -> String {
     let json = data.map(|data| {
-        go_json_object(data.iter().map(|(k, v)| {
-            (
-                k.as_str(),
-                base64::engine::general_purpose::STANDARD.encode(v),
-            )
-        }))
+        let encoded: Vec<(&str, String)> = data
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    base64::engine::general_purpose::STANDARD.encode(v),
+                )
+            })
+            .collect();
+        json::marshal_string_map(encoded.iter().map(|(k, v)| (*k, v.as_str())))
     });
     digest(json)
 }
 
 /// Checksum of a ConfigMap's `.data` (`None` is a nil map). `binaryData` is not part of it.
 pub fn configmap_checksum(data: Option<&BTreeMap<String, String>>) -> String {
-    let json = data.map(|data| go_json_object(data.iter().map(|(k, v)| (k.as_str(), v.clone()))));
+    let json = data
+        .map(|data| json::marshal_string_map(data.iter().map(|(k, v)| (k.as_str(), v.as_str()))));
     digest(json)
 }
 
@@ -52,76 +59,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub fn per_key_checksum<V: AsRef<[u8]>>(data: &BTreeMap<String, V>) -> String {
     let joined: String = data.values().map(|v| sha256_hex(v.as_ref())).collect();
     sha256_hex(joined.as_bytes())
-}
-
-/// A string as Go's `json.Marshal` writes it (HTML escaping on), quotes included.
-pub fn go_json_quote(s: &str) -> String {
-    let mut out = String::new();
-    go_json_string(&mut out, s);
-    out
-}
-
-/// Any JSON value as Go's `json.Marshal` of a `map[string]any` writes it:
-/// keys sorted, HTML characters escaped.
-pub fn go_json(value: &serde_json::Value) -> String {
-    use serde_json::Value;
-    match value {
-        Value::String(s) => go_json_quote(s),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(go_json).collect::<Vec<_>>().join(",")
-        ),
-        Value::Object(map) => {
-            let mut out = String::from("{");
-            for (i, (key, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json_string(&mut out, key);
-                out.push(':');
-                out.push_str(&go_json(v));
-            }
-            out.push('}');
-            out
-        }
-        other => other.to_string(),
-    }
-}
-
-/// A JSON object of string values with sorted keys (the iterator comes from a
-/// BTreeMap, so it is sorted already), encoded like Go's `json.Marshal`.
-fn go_json_object<'a>(entries: impl Iterator<Item = (&'a str, String)>) -> String {
-    let mut out = String::from("{");
-    for (i, (key, value)) in entries.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        go_json_string(&mut out, key);
-        out.push(':');
-        go_json_string(&mut out, &value);
-    }
-    out.push('}');
-    out
-}
-
-/// Go's `encoding/json` string encoding with HTML escaping on (the default).
-fn go_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -170,16 +107,6 @@ mod tests {
     }
 
     #[test]
-    fn html_characters_are_escaped_like_go() {
-        let mut out = String::new();
-        go_json_string(&mut out, "<a href=\"x\">&\u{2028}\u{1}é</a>");
-        assert_eq!(
-            out,
-            r#""\u003ca href=\"x\"\u003e\u0026\u2028\u0001é\u003c/a\u003e""#
-        );
-    }
-
-    #[test]
     fn per_key_algorithm_matches_gardeners_vector() {
         // provider-gcp's ingress-gce ConfigMap test vector.
         assert_eq!(
@@ -206,7 +133,6 @@ mod tests {
             sha256_hex(b""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
-        assert_eq!(go_json_quote("a<b"), r#""a\u003cb""#);
     }
 
     #[test]

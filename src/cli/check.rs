@@ -45,7 +45,7 @@ use crate::gardener::defaults::normalize;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::managedresources::compare::compare;
 use crate::mutation::{Engine, Outcome, mutate_request};
-use crate::profile::{ANY_NAME, ImageVector, ProviderLabel, TARGETS, Target};
+use crate::profile::{ANY_NAME, ProviderLabel, TARGETS, Target};
 use crate::state::{KubeState, KubeStateOptions, StateSource};
 
 /// Output formats of `scion check`.
@@ -1011,7 +1011,7 @@ pub async fn check_seed_with(
     only: Option<&str>,
     watch: &Watch,
 ) -> anyhow::Result<Report> {
-    let images = ImageVector::builtin_with_env_overwrite(&engine.profile().provider)?;
+    let images = super::provider::images(engine.profile())?;
     let state = Arc::new(KubeState::new(client.clone(), KubeStateOptions::default()));
     let reflector = state.spawn();
     (watch.progress)("listing the Clusters");
@@ -1043,7 +1043,7 @@ pub async fn check_seed_with(
         reflector.abort();
         anyhow::bail!("no Cluster {o:?} on this seed");
     }
-    let actuator = match engine.profile().ccm() {
+    let actuator = match engine.profile().control_plane() {
         Ok(spec) => {
             let provider = engine.profile().provider.clone();
             let mut actuator = ControlPlaneActuator::new(
@@ -1055,7 +1055,7 @@ pub async fn check_seed_with(
             actuator.images = Arc::new(images);
             Some(actuator)
         }
-        // A profile without a CCM section runs no ControlPlane controller.
+        // A profile without components runs no ControlPlane controller.
         Err(_) => None,
     };
     let report = audit(

@@ -27,8 +27,8 @@ pub use leader::{
     run_with_leader_election,
 };
 
-use crate::ccm::RenderError;
 use crate::gardener::ControlPlane;
+use crate::render::RenderError;
 use crate::secrets::SecretsError;
 use crate::state::StateError;
 

@@ -149,14 +149,14 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "state: live LIST of Secrets by label in all namespaces (Azure's tenant service principals for the cloudprovider Secret)",
+        site: "state: live LIST of Secrets by label in all namespaces (seed Secrets a provider's cloudprovider Secret ensurer reads, e.g. tenant service principals)",
         resources: &[gr("", "secrets")],
         verbs: &[Verb::List],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "state: live GET of a BackupBucket (GCP's Etcd backup endpoint override)",
+        site: "state: live GET of a BackupBucket (an Etcd's backup endpoint override, etcdStorage.backupEndpointOverride)",
         resources: &[gr(EXTENSIONS, "backupbuckets")],
         verbs: &[Verb::Get],
         scope: Scope::Cluster,
@@ -385,7 +385,7 @@ pub const CHECK_API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "cli::check: Azure's tenant service principal Secrets by label",
+        site: "cli::check: the labelled seed Secrets a provider's cloudprovider Secret ensurer reads",
         resources: &[gr("", "secrets")],
         verbs: &[Verb::List],
         scope: Scope::Cluster,

@@ -11,7 +11,7 @@
 //! | Secret fields | `type: Opaque`, `immutable: true`, label `resources.gardener.cloud/garbage-collectable-reference: "true"` |
 //! | ManagedResource | no labels; annotation `reference.resources.gardener.cloud/secret-<first 8 hex of sha256(secret name)>: <secret name>` per secretRef |
 //! | seed class | `spec.class: seed`, nothing else set |
-//! | shoot class | no class, `keepObjects: false`, `injectLabels: {shoot.gardener.cloud/no-cleanup: "true"}`, `forceOverwriteAnnotations: false` |
+//! | shoot class | no class, `keepObjects: false`, `injectLabels: {shoot.gardener.cloud/no-cleanup: "true"}`, `forceOverwriteAnnotations: false` (`true` for the storage classes) |
 //!
 //! A content change gives a new Secret name, so the ManagedResource changes
 //! with it and the Secret it referenced before is left to GRM's garbage
@@ -39,6 +39,10 @@ pub enum Class {
     Seed,
     /// The shoot's GRM (no class): objects land in the shoot.
     Shoot,
+    /// As [`Class::Shoot`], with `forceOverwriteAnnotations: true`: GRM
+    /// resets annotations someone changed (the storage classes' default-class
+    /// annotation).
+    ShootForceAnnotations,
 }
 
 /// A ManagedResource and the Secret with its objects, ready to write.
@@ -120,11 +124,11 @@ pub fn bundle(
     });
     let spec = match class {
         Class::Seed => json!({"secretRefs": [{"name": secret_name}], "class": SEED_CLASS}),
-        Class::Shoot => json!({
+        Class::Shoot | Class::ShootForceAnnotations => json!({
             "secretRefs": [{"name": secret_name}],
             "keepObjects": false,
             "injectLabels": {NO_CLEANUP_LABEL: "true"},
-            "forceOverwriteAnnotations": false,
+            "forceOverwriteAnnotations": class == Class::ShootForceAnnotations,
         }),
     };
     let managed_resource = json!({

@@ -18,8 +18,7 @@ use crate::controller::{
     self, ControlPlaneActuator, ControlPlaneReconciler, controlplane, extension,
 };
 use crate::deploy::{self, Extension};
-use crate::profile::ccm::ConfigDelivery;
-use crate::profile::{CcmSpec, ImageVector};
+use crate::profile::{ControlPlaneSpec, ImageVector};
 use crate::server::Readiness;
 use crate::state::throttle::ThrottleLayer;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
@@ -324,7 +323,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// What the ControlPlane controller is built from.
 pub struct ControllerSettings {
     pub provider: String,
-    pub spec: CcmSpec,
+    pub spec: ControlPlaneSpec,
     pub images: ImageVector,
     pub ignore_operation_annotation: bool,
     /// `--controlplane-max-concurrent-reconciles`.
@@ -364,12 +363,10 @@ pub fn health_checks(
     concurrency: usize,
     metrics: Option<HealthMetrics>,
 ) -> Arc<HealthChecks> {
-    let mut managed_resources = Vec::new();
-    if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
-        managed_resources.push(controlplane::CONFIG_MR.to_string());
-    }
-    managed_resources.push(controlplane::SEED_MR.to_string());
-    managed_resources.push(controlplane::SHOOT_MR.to_string());
+    let managed_resources = controlplane::always_written(&reconciler.actuator.spec)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     Arc::new(HealthChecks {
         client,
         state,

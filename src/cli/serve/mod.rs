@@ -281,20 +281,11 @@ fn leader_work(
     let provider = profile.provider.clone();
     let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
-        let spec = profile.ccm().cloned().with_context(|| {
+        // The components' images were checked against the profile's vector
+        // when it loaded.
+        let spec = profile.control_plane().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
-        let missing: Vec<&str> = spec
-            .image_names()
-            .into_iter()
-            .filter(|n| !images.has(n))
-            .collect();
-        if !missing.is_empty() {
-            anyhow::bail!(
-                "the ccm section names images the image vector does not have: {}",
-                missing.join(", ")
-            );
-        }
         Some(components::controller_context(
             client.clone(),
             state.clone(),
@@ -402,7 +393,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = args.provider.profile()?;
-    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let images = super::provider::images(&profile)?;
     let limit = components::ClientLimit {
         qps: args.go.kube_api_qps,
         burst: args.go.kube_api_burst,

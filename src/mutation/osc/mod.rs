@@ -12,8 +12,9 @@
 //!    ([`cmdline`]), then `unitOption`s, serialized again;
 //! 2. the first file `/var/lib/kubelet/config/kubelet` with inline content:
 //!    decoded with its encoding ([`file`]), the KubeletConfiguration
-//!    decoded ([`kubelet`], gardenlet's block YAML on [`block`]'s fast path), `kubeletConfig` fields set, encoded
-//!    ([`yaml`]) and re-encoded with the encoding it came with (remembered
+//!    decoded ([`kubelet`], gardenlet's block YAML on
+//!    [`crate::gocompat::block`]'s fast path), `kubeletConfig` fields set,
+//!    encoded ([`crate::gocompat::yaml`]) and re-encoded with the encoding it came with (remembered
 //!    in [`memo`] for the next time the same content comes);
 //! 3. the first file `/etc/sysctl.d/99-k8s-general.conf` with inline
 //!    content: `sysctl` lines ([`sysctl`]); an empty result leaves the file
@@ -26,15 +27,9 @@
 //! gets Gardener's re-serialization even without actions of that kind.
 //! Everything else of the object is left as sent.
 
-pub mod block;
 pub mod cmdline;
-pub mod file;
-pub mod kubelet;
 pub mod memo;
-pub mod quote;
 pub mod sysctl;
-pub mod unit;
-pub mod yaml;
 
 use std::collections::BTreeMap;
 
@@ -42,6 +37,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::Objects;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
+use crate::gocompat::{file, kubelet, quote, unit};
 use crate::profile::osc::{ContentVar, FileSpec, NamespaceRef, Placement, Quote, UnitSpec};
 use crate::profile::{Action, Rule};
 

@@ -26,7 +26,7 @@
 #
 # The release binary and the attack example are built once with
 # `cargo build --release --locked`. A certificate is generated with
-# `scion certs --host 127.0.0.1` into a temporary directory. Everything is
+# `scion certs --cert-host 127.0.0.1` into a temporary directory. Everything is
 # bounded: each case has a time limit inside the tool (300 s), each server is
 # stopped with SIGTERM (SIGKILL after 20 s), and only 127.0.0.0/8 is used.
 set -euo pipefail
@@ -57,7 +57,7 @@ log() { printf '== %s\n' "$*"; }
 log "building the release binary and the attack tool"
 (cd "$root" && cargo build --release --locked --bin scion --example attack)
 
-"$bin" certs --dir "$work/certs" --host 127.0.0.1 >/dev/null
+"$bin" certs --cert-dir "$work/certs" --cert-host 127.0.0.1 >/dev/null
 
 # start_server NOFILE FLAGS...: a fresh server, ready, its pid in serve_pid.
 start_server() {

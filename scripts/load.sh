@@ -79,7 +79,7 @@ mkdir -p "$certs"
 new_pair() {
   local ts
   ts="..$(date -u +%Y_%m_%d_%H_%M_%S.%N)"
-  "$bin" certs --dir "$certs/$ts" --host 127.0.0.1 >/dev/null
+  "$bin" certs --cert-dir "$certs/$ts" --cert-host 127.0.0.1 >/dev/null
   ln -s "$ts" "$certs/..data_tmp"
   mv -T "$certs/..data_tmp" "$certs/..data"
   for f in tls.crt tls.key ca.crt; do

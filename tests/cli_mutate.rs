@@ -54,13 +54,31 @@ fn mutate_prints_the_patch_and_explains() {
         "{stderr}"
     );
 
-    // A missing Cluster is reported, not a crash.
+    // Without --objects-dir or --cluster, the answer says that is why no
+    // Cluster was found.
     let out = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(["mutate", "--provider", "aws", "-f", review])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("shoot--core--prod"));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("shoot--core--prod"), "{stderr}");
+    assert!(
+        stderr.contains("no --objects-dir or --cluster was given"),
+        "{stderr}"
+    );
+    // With a state that lacks the Cluster, no such hint.
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "aws", "--objects-dir"])
+        .arg(dir.path().join("empty"))
+        .args(["-f", review])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("shoot--core--prod"), "{stderr}");
+    assert!(!stderr.contains("no --objects-dir"), "{stderr}");
 }
 
 /// Run `scion mutate --output patch` on a file of the repository with the
@@ -233,5 +251,133 @@ fn mutate_takes_an_osc_review_and_answers_like_the_server() {
         stderr.contains("OperatingSystemConfig shoot--dev--gcp/")
             && stderr.contains("unit kubelet.service: could not deserialize"),
         "{stderr}"
+    );
+}
+
+/// `scion mutate --provider aws --objects-dir examples/objects -f FILE
+/// --output patch`, plus `extra`, from the repository's root.
+fn mutate_in_repo(file: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    Command::new(env!("CARGO_BIN_EXE_scion"))
+        .current_dir(root)
+        .args([
+            "mutate",
+            "--provider",
+            "aws",
+            "--objects-dir",
+            "examples/objects",
+        ])
+        .arg("-f")
+        .arg(file)
+        .args(["--output", "patch"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `scion mutate --explain` on a file of the repository: stderr.
+fn explain(file: &std::path::Path, extra: &[&str]) -> String {
+    let mut args = vec!["--explain"];
+    args.extend_from_slice(extra);
+    let out = mutate_in_repo(file, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn explain_names_the_rule_of_every_patch_operation() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let stderr = explain(
+        &root.join("examples/reviews/aws-kube-controller-manager.json"),
+        &[],
+    );
+    assert!(
+        stderr.contains("patch (3 operations), each with the rule that caused it:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "  add /spec/template/spec/containers/0/command/26 \"--cloud-provider=external\"\n      by rule kcm-cloud-provider-external\n"
+        ),
+        "{stderr}"
+    );
+    // The flag removed and appended again is one rule's work, with its description.
+    for op in [
+        "  remove /spec/template/spec/containers/0/command/4\n      by rule kcm-allocate-node-cidrs-ipv4: Node CIDRs",
+        "  add /spec/template/spec/containers/0/command/27 \"--allocate-node-cidrs=true\"\n      by rule kcm-allocate-node-cidrs-ipv4: Node CIDRs",
+    ] {
+        assert!(stderr.contains(op), "{op}\n{stderr}");
+    }
+    assert!(!stderr.contains("by several rules"), "{stderr}");
+}
+
+#[test]
+fn explain_says_where_an_etcds_storage_class_came_from() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let etcd = root.join("examples/etcd/aws-etcd-main.json");
+    let stderr = explain(&etcd, &[]);
+    assert!(
+        stderr.contains(
+            "  add /spec/storageClass \"gardener.cloud-fast\"\n      by rule etcd-storage"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("storageClass \"gardener.cloud-fast\": the profile's chart default"),
+        "{stderr}"
+    );
+    let stderr = explain(&etcd, &["--etcd-storage-class", "premium"]);
+    assert!(
+        stderr.contains("storageClass \"premium\": from --etcd-storage-class"),
+        "{stderr}"
+    );
+    let stderr = explain(&etcd, &["--etcd-storage-class", ""]);
+    assert!(
+        stderr.contains("storageClass \"\": the provider's fallback"),
+        "{stderr}"
+    );
+    // An UPDATE of an Etcd whose stored object has a class: AWS keeps it.
+    let object: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&etcd).unwrap()).unwrap();
+    let mut old = object.clone();
+    old["spec"]["storageClass"] = "gp2".into();
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "druid.gardener.cloud", "version": "v1alpha1", "kind": "Etcd"},
+                    "name": "etcd-main", "namespace": "shoot--dev--aws", "operation": "UPDATE",
+                    "object": object, "oldObject": old}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("review.json");
+    std::fs::write(&file, review.to_string()).unwrap();
+    let stderr = explain(&file, &[]);
+    assert!(
+        stderr.contains("storageClass \"gp2\": kept from the stored Etcd, so an existing volume is never resized"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  add /spec/storageClass \"gp2\"\n      by rule etcd-storage"),
+        "{stderr}"
+    );
+}
+
+/// The review `docs/operating.md` sends with curl is one the example objects
+/// answer (its namespace has a Cluster there), not a 403.
+#[test]
+fn the_documented_curl_review_is_answered_by_the_example_objects() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/operating.md")).unwrap();
+    let start =
+        docs.find("--data @- <<'EOF'\n").expect("the curl example") + "--data @- <<'EOF'\n".len();
+    let review = &docs[start..start + docs[start..].find("\nEOF\n").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("review.json");
+    std::fs::write(&file, review).unwrap();
+    let out = mutate_in_repo(&file, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

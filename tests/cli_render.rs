@@ -168,3 +168,113 @@ fn alicloud_example_renders_with_the_vpc_network() {
     assert!(ccm_flags(&text).contains(&"--network=vpc".into()));
     golden("alicloud-example", &text);
 }
+
+/// `scion render ARGS --objects-dir OBJECTS` from the repository's root.
+fn render_in(args: &[&str], objects: &std::path::Path) -> std::process::Output {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    Command::new(env!("CARGO_BIN_EXE_scion"))
+        .current_dir(&root)
+        .arg("render")
+        .args(args)
+        .arg("--objects-dir")
+        .arg(objects)
+        .output()
+        .expect("scion runs")
+}
+
+fn render_fails(args: &[&str], objects: &std::path::Path) -> String {
+    let out = render_in(args, objects);
+    assert_eq!(out.status.code(), Some(1), "{args:?} did not fail");
+    assert!(out.stdout.is_empty(), "{args:?} printed objects");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn a_controlplane_of_another_type_is_named_as_such() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let err = render_fails(
+        &[
+            "--provider",
+            "aws",
+            "--controlplane",
+            "shoot--dev--openstack/control-plane",
+        ],
+        &root.join("examples/objects"),
+    );
+    assert!(
+        err.contains(
+            "ControlPlane shoot--dev--openstack/control-plane is of type \"openstack\", not \"aws\": render it with --provider openstack"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_credentials_secret_fails_instead_of_rendering_a_checksum_of_nothing() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["cluster.yaml", "controlplane.yaml"] {
+        std::fs::copy(
+            root.join("examples/objects/aws").join(file),
+            dir.path().join(file),
+        )
+        .unwrap();
+    }
+    let err = render_fails(
+        &[
+            "--provider",
+            "aws",
+            "--controlplane",
+            "shoot--dev--aws/control-plane",
+        ],
+        dir.path(),
+    );
+    assert!(
+        err.contains(
+            "its credentials Secret shoot--dev--aws/cloudprovider (spec.secretRef) is not in"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_kind_in_the_objects_directory_is_warned_about() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "cluster.yaml",
+        "controlplane.yaml",
+        "secret-cloudprovider.yaml",
+        "configmap-cloud-provider-config.yaml",
+    ] {
+        std::fs::copy(
+            root.join("examples/objects/aws").join(file),
+            dir.path().join(file),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.path().join("deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, namespace: shoot--dev--aws}\n",
+    )
+    .unwrap();
+    let out = render_in(
+        &[
+            "--provider",
+            "aws",
+            "--controlplane",
+            "shoot--dev--aws/control-plane",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("deployment.yaml: Deployment (apps/v1) is not a kind scion reads"),
+        "{err}"
+    );
+}

@@ -100,6 +100,7 @@ impl World {
             deployments: vec!["cloud-controller-manager".into()],
             managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
             now: ticking,
+            concurrency: 5,
         };
         World { f, checks }
     }

@@ -101,6 +101,13 @@ async fn the_series_exist_at_zero_once_the_controller_started() {
         .collect();
     assert_eq!(work.len(), 13, "{work:#?}");
     assert!(work[0].contains("le=\"1e-8\""), "{}", work[0]);
+    // The registry ends every help text with one period; one written with
+    // its own period read "code.." on /metrics.
+    let helps: Vec<&str> = text.lines().filter(|l| l.starts_with("# HELP ")).collect();
+    assert!(helps.len() >= 15, "{helps:#?}");
+    for help in helps {
+        assert!(help.ends_with('.') && !help.ends_with(".."), "{help}");
+    }
 }
 
 #[tokio::test]

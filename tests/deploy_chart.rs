@@ -133,6 +133,43 @@ fn every_flag_the_chart_passes_is_accepted_by_scion_serve() {
     }
     let svc = find(&docs, "Service");
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], 9443);
+    // The Go chart's ControllerConfiguration values and per-controller
+    // settings reach their flags, as gardener-extension-provider-aws's do.
+    let go_values = "provider: aws\n\
+         controllers: {healthcheck: {concurrentSyncs: 3}, heartbeat: {renewIntervalSeconds: 20}}\n\
+         config:\n  etcd: {storage: {className: premium, capacity: 80Gi}}\n  \
+         healthCheckConfig: {syncPeriod: 1m}\n  featureGates: {MTUCustomizer: true, Other: false}\n";
+    let go_docs = render(go_values, "extension-x");
+    let a = args(&go_docs);
+    serve_accepts(&a).unwrap_or_else(|e| panic!("{a:?}: {e}"));
+    for flag in [
+        "--healthcheck-max-concurrent-reconciles=3",
+        "--heartbeat-renew-interval-seconds=20",
+        "--healthcheck-sync-period=1m",
+        "--etcd-storage-class=premium",
+        "--etcd-storage-capacity=80Gi",
+        "--feature-gates=MTUCustomizer=true,Other=false",
+    ] {
+        assert!(a.contains(&flag.to_owned()), "{flag} missing in {a:?}");
+    }
+    // Unset: no flag (the profile's chart default); empty: the flag empty
+    // (the provider's fallback).
+    let a = args(&render("provider: aws\n", "x"));
+    assert!(
+        !a.iter()
+            .any(|f| f.starts_with("--etcd-storage") || f.starts_with("--feature-gates")),
+        "{a:?}"
+    );
+    let a = args(&render(
+        "provider: aws\nconfig: {etcd: {storage: {className: \"\"}}}\n",
+        "x",
+    ));
+    assert!(a.contains(&"--etcd-storage-class=".to_owned()), "{a:?}");
+    assert!(
+        !a.iter().any(|f| f.starts_with("--etcd-storage-capacity")),
+        "{a:?}"
+    );
+    serve_accepts(&a).unwrap();
     let ann = &find(&docs, "Deployment")["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(ann["prometheus.io/port"], "9090");
 }

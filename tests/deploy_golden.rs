@@ -75,10 +75,19 @@ fn kustomization_lists_the_crds_and_the_installation() {
 
 #[test]
 fn command_reports_bad_input_by_name() {
+    // Not a built-in provider: the usage error every command gives.
     let out = scion(&["manifests", "--provider", "AWS", "--namespace", "ns"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown provider \"AWS\" for --provider"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no Deployment that would crash-loop");
+    let out = scion(&["manifests", "--provider", "aws", "--namespace", "NS"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("invalid provider \"AWS\""), "{err}");
+    assert!(err.contains("invalid namespace \"NS\""), "{err}");
 
     let out = scion(&[
         "manifests",

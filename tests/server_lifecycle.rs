@@ -14,6 +14,36 @@ use support::server::{TestServer, client_config, connect, http_get, review, samp
 
 const V1: &str = "admission.k8s.io/v1";
 
+/// A part that cannot go on (the leader work, see `controller_leader.rs`)
+/// turns `/healthz` into a 500 naming it, so the kubelet restarts the pod;
+/// `/readyz` and the webhook are not affected meanwhile.
+#[tokio::test]
+async fn healthz_fails_once_a_part_reports_it_cannot_go_on() {
+    let server = TestServer::start().await;
+    let (status, body) = http_get(server.addrs.health, "/healthz").await.unwrap();
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, "[+]ping ok\nhealthz check passed\n")
+    );
+    server.readiness.fail_liveness(
+        "leader-election",
+        "the leader work ended while this replica was leading",
+    );
+    let (status, body) = http_get(server.addrs.health, "/healthz").await.unwrap();
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(
+        body.contains(
+            "[-]leader-election failed: the leader work ended while this replica was leading\n"
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        http_get(server.addrs.health, "/readyz").await.unwrap().0,
+        StatusCode::OK
+    );
+    server.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn shutdown_drains_in_flight_requests_and_readyz_fails_meanwhile() {
     let mut server = TestServer::start().await;

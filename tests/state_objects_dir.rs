@@ -98,7 +98,13 @@ metadata:
     write(d, "README.txt", "not an object file");
 
     let (dir, problems) = ObjectsDir::load(d).unwrap();
-    assert!(problems.is_empty(), "{problems:?}");
+    // A kind scion does not read is named, not silently dropped; the rest loads.
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].path.ends_with("a/objects.yml"));
+    assert_eq!(
+        problems[0].message,
+        "document 3: Deployment (apps/v1) is not a kind scion reads (Cluster, ControlPlane, Secret, ConfigMap, BackupBucket); ignored"
+    );
     assert!(dir.is_synced());
     assert_eq!(dir.snapshot().shoot_count(), 2);
     assert_eq!(

@@ -15,7 +15,7 @@ pub struct CertArgs {
     /// development pair is generated into it when it holds none).
     #[arg(
         long = "cert-dir",
-        visible_alias = "dir",
+        visible_aliases = ["dir", "webhook-config-cert-dir"],
         env = "SCION_CERT_DIR",
         value_name = "DIR",
         default_value = "certs"

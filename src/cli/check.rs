@@ -27,7 +27,6 @@
 //! `scion check --print-rbac` prints as a ClusterRole.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,7 +42,7 @@ use crate::deploy::rbac::check_cluster_role;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::managedresources::compare::compare;
 use crate::mutation::{Engine, Outcome, mutate_request};
-use crate::profile::{ANY_NAME, ImageVector, Profile, ProviderLabel, TARGETS, Target};
+use crate::profile::{ANY_NAME, ImageVector, ProviderLabel, TARGETS, Target};
 use crate::state::{KubeState, KubeStateOptions, StateSource};
 
 /// Output formats of `scion check`.
@@ -56,20 +55,16 @@ pub enum CheckOutput {
 /// Audit a live seed: what would scion change?
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Built-in provider profile (aws, openstack, gcp, azure, alicloud).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
-    /// A provider profile file instead of the built-in one.
-    #[arg(long, env = "SCION_PROFILE", value_name = "FILE")]
-    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Only this shoot namespace.
-    #[arg(long, short = 'n', value_name = "NS")]
+    #[arg(long, short = 'n', env = "SCION_NAMESPACE", value_name = "NS")]
     pub namespace: Option<String>,
     /// `table` or `json`.
-    #[arg(long, short = 'o', value_enum, default_value_t = CheckOutput::Table)]
+    #[arg(long, short = 'o', env = "SCION_OUTPUT", value_enum, default_value_t = CheckOutput::Table)]
     pub output: CheckOutput,
     /// Print the read-only ClusterRole the audit needs and exit.
-    #[arg(long)]
+    #[arg(long, env = "SCION_PRINT_RBAC")]
     pub print_rbac: bool,
     /// The extension's settings that change answers, as it is configured.
     #[command(flatten)]
@@ -512,15 +507,12 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// Run `scion check`.
 pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if args.print_rbac {
-        let ext = Extension::new(&args.provider, "default")?;
+        let ext = Extension::new(&args.provider.name()?, "default")?;
         let yaml = serde_saphyr::to_string(&check_cluster_role(&ext))?;
         out.write_all(yaml.as_bytes())?;
         return Ok(());
     }
-    let profile = match &args.profile {
-        Some(path) => Profile::load(path)?,
-        None => Profile::builtin(&args.provider)?,
-    };
+    let profile = args.provider.profile()?;
     let engine = args.engine.engine(profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

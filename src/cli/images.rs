@@ -10,9 +10,8 @@ use crate::profile::imagevector::ImageSource;
 /// Flags of `scion images`.
 #[derive(Debug, Args)]
 pub struct ImagesArgs {
-    /// Provider whose image vector is listed (alicloud, aws, azure, gcp, openstack).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// `yaml`: the vector in Gardener's images.yaml format (feed it, edited, back
     /// through IMAGEVECTOR_OVERWRITE); `list`: one image reference per line.
     #[arg(long, env = "SCION_OUTPUT", value_enum, default_value_t = ImagesOutput::Yaml)]
@@ -28,14 +27,10 @@ pub enum ImagesOutput {
 
 /// Run `scion images`.
 pub fn run(args: &ImagesArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-    if !crate::profile::BUILTIN_PROVIDERS.contains(&args.provider.as_str()) {
-        anyhow::bail!(
-            "unknown provider {:?}: built-in providers are {}",
-            args.provider,
-            crate::profile::BUILTIN_PROVIDERS.join(", ")
-        );
-    }
-    let vector = ImageVector::builtin_with_env_overwrite(&args.provider)?;
+    args.provider
+        .validate_builtin()
+        .map_err(anyhow::Error::msg)?;
+    let vector = ImageVector::builtin_with_env_overwrite(&args.provider.name()?)?;
     let text = match args.output {
         ImagesOutput::Yaml => vector.to_yaml(),
         ImagesOutput::List => list(vector.entries()),
@@ -74,7 +69,10 @@ mod tests {
         let mut out = Vec::new();
         run(
             &ImagesArgs {
-                provider: "aws".into(),
+                provider: crate::cli::provider::ProviderArgs {
+                    provider: Some("aws".into()),
+                    profile: None,
+                },
                 output: ImagesOutput::List,
             },
             &mut out,
@@ -92,7 +90,10 @@ mod tests {
         let mut yaml = Vec::new();
         run(
             &ImagesArgs {
-                provider: "azure".into(),
+                provider: crate::cli::provider::ProviderArgs {
+                    provider: Some("azure".into()),
+                    profile: None,
+                },
                 output: ImagesOutput::Yaml,
             },
             &mut yaml,
@@ -102,7 +103,10 @@ mod tests {
         assert!(vector.has("cloud-node-manager"));
         let err = run(
             &ImagesArgs {
-                provider: "vsphere".into(),
+                provider: crate::cli::provider::ProviderArgs {
+                    provider: Some("vsphere".into()),
+                    profile: None,
+                },
                 output: ImagesOutput::List,
             },
             &mut Vec::new(),

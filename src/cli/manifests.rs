@@ -13,9 +13,8 @@ use crate::deploy::{self, DEFAULT_IMAGE, Extension, InstallOptions};
 /// Deployment, PodDisruptionBudget, MutatingWebhookConfiguration).
 #[derive(Debug, Args)]
 pub struct ManifestsArgs {
-    /// Provider type the extension serves (e.g. aws, openstack, gcp, azure, alicloud).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Namespace the extension is installed into.
     #[arg(long, env = "SCION_NAMESPACE")]
     pub namespace: String,
@@ -31,7 +30,7 @@ pub struct ManifestsArgs {
 
 /// Render the manifests for `args` into `out`.
 pub fn run(args: &ManifestsArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let extension = Extension::new(&args.provider, &args.namespace)?;
+    let extension = Extension::new(&args.provider.name()?, &args.namespace)?;
     let ca_bundle = args
         .ca_file
         .as_deref()

@@ -4,10 +4,12 @@
 pub mod certs;
 pub mod check;
 pub mod engine;
+pub mod explain;
 pub mod images;
 pub mod logging;
 pub mod manifests;
 pub mod mutate;
+pub mod provider;
 pub mod registration;
 pub mod render;
 pub mod serve;
@@ -46,6 +48,23 @@ pub enum Command {
     Registration(registration::RegistrationArgs),
 }
 
+impl Command {
+    /// Checks clap cannot express, answered as usage errors (exit code 2):
+    /// the same for the same mistake in every subcommand.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Command::Serve(args) => args.validate(),
+            Command::Mutate(args) => args.provider.validate(),
+            Command::Render(args) => args.provider.validate(),
+            Command::Check(args) => args.provider.validate(),
+            Command::Manifests(args) => args.provider.validate_builtin(),
+            Command::Registration(args) => args.provider.validate_builtin(),
+            Command::Images(args) => args.provider.validate_builtin(),
+            Command::Certs(_) => Ok(()),
+        }
+    }
+}
+
 /// One line for an error chain, skipping causes whose text the line already holds.
 fn one_line(err: &anyhow::Error) -> String {
     let mut line = err.to_string();
@@ -62,15 +81,13 @@ fn one_line(err: &anyhow::Error) -> String {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(message) = cli.command.validate() {
+        Cli::command()
+            .error(clap::error::ErrorKind::InvalidValue, message)
+            .exit();
+    }
     let result = match cli.command {
-        Command::Serve(args) => {
-            if let Err(message) = args.validate() {
-                Cli::command()
-                    .error(clap::error::ErrorKind::InvalidValue, message)
-                    .exit();
-            }
-            serve::run(args)
-        }
+        Command::Serve(args) => serve::run(args),
         Command::Certs(args) => certs::run(args),
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
         Command::Mutate(args) => mutate::run(args),

@@ -11,8 +11,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use crate::admission::{AdmissionRequest, GroupVersionKind, Operation, ReviewVersion};
-use crate::mutation::{Engine, Outcome, dispatch, fetch, mutate_request};
-use crate::profile::Profile;
+use crate::mutation::{Engine, Outcome, dispatch, fetch, mutate_request, shoot_of};
 use crate::state::{DecodedObject, Document, ObjectsDir, Snapshot, StateSource, decode_object};
 
 /// Output format of `scion mutate`.
@@ -27,12 +26,8 @@ pub enum Output {
 /// Mutate one object offline, as the webhook would.
 #[derive(Debug, Args)]
 pub struct MutateArgs {
-    /// Provider whose built-in profile to use (aws, openstack, gcp, azure, alicloud).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
-    /// Use this profile file instead of the built-in one.
-    #[arg(long, env = "SCION_PROFILE")]
-    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Directory of Cluster, Secret and ConfigMap manifests.
     #[arg(long, env = "SCION_OBJECTS_DIR", conflicts_with = "cluster")]
     pub objects_dir: Option<PathBuf>,
@@ -54,10 +49,7 @@ pub struct MutateArgs {
 
 /// Run `scion mutate`.
 pub fn run(args: MutateArgs) -> anyhow::Result<()> {
-    let profile = match &args.profile {
-        Some(path) => Profile::load(path)?,
-        None => Profile::builtin(&args.provider)?,
-    };
+    let profile = args.provider.profile()?;
     let engine = args.engine.engine(profile)?;
     let state = build_state(&args)?;
     let text = read_input(&args.file)?;
@@ -70,7 +62,15 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let outcome = runtime
         .block_on(mutate_request(&engine, state.as_ref(), &request))
-        .map_err(|d| anyhow::anyhow!("denied ({} {}): {d}", d.code(), d.reason()))?;
+        .map_err(|d| {
+            let mut message = format!("denied ({} {}): {d}", d.code(), d.reason());
+            if args.objects_dir.is_none() && args.cluster.is_none() {
+                message.push_str(
+                    "; no --objects-dir or --cluster was given, so no Cluster, Secret or ConfigMap is known: pass the shoot's state with one of them",
+                );
+            }
+            anyhow::Error::msg(message)
+        })?;
     // The object and the patch the webhook would answer with.
     let (after, patch) = match outcome {
         Outcome::Skipped(why) => {
@@ -82,7 +82,8 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         }
         Outcome::Mutated(m) => {
             if args.explain {
-                runtime.block_on(explain(&engine, state.as_ref(), &request))?;
+                let state = state.as_ref();
+                runtime.block_on(explain(&args.engine, &engine, state, &request, &m.matched))?;
             }
             (m.object(), m.patch())
         }
@@ -96,31 +97,149 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Print every rule of the object's component with its evaluated condition
-/// (for an OperatingSystemConfig with its pool's kubelet version and the
-/// ConfigMaps read for it, as the webhook reads them).
+/// Print every rule of the component with its evaluated condition and
+/// description (for an OperatingSystemConfig with its pool's kubelet version
+/// and the ConfigMaps read for it, as the webhook reads them), then every
+/// operation of the patch with the rule that caused it (see
+/// [`super::explain`]), and for an Etcd where its storage class and capacity
+/// came from.
 async fn explain(
+    settings: &super::engine::EngineArgs,
     engine: &Engine,
     state: &dyn StateSource,
     request: &AdmissionRequest,
+    matched: &[String],
 ) -> anyhow::Result<()> {
     let object = request.object.as_ref().context("request has no object")?;
-    let target =
-        dispatch(&request.kind, object).map_err(|s| anyhow::anyhow!("not a target: {s:?}"))?;
-    let shoot = state.shoot(&request.namespace)?;
-    let objects = fetch(engine, state, target, object, &shoot, &request.namespace)
+    let target = dispatch(&request.kind, object)
+        .map_err(|_| anyhow::anyhow!("{} is not a target of the webhooks", request.kind.kind))?;
+    let shoot = shoot_of(state, target, &request.namespace).map_err(|d| anyhow::anyhow!("{d}"))?;
+    let mut objects = fetch(engine, state, target, object, &shoot, &request.namespace)
         .await
         .map_err(|d| anyhow::anyhow!("{d}"))?;
+    objects.old = request.old_object.clone();
     let profile = engine.profile();
     eprintln!(
         "profile {} ({}), component {}",
         profile.provider, profile.source, target.component
     );
+    let rules = profile.rules(target.component);
+    let description = |name: &str| {
+        rules
+            .iter()
+            .find(|r| r.name == name)
+            .and_then(|r| r.description.clone())
+    };
     for t in engine.explain_object(target, object, &shoot, &objects) {
         let mark = if t.matched { "matched" } else { "skipped" };
         eprintln!("  {mark:7} {}: {}", t.rule, t.reason);
+        if let Some(text) = description(&t.rule) {
+            eprintln!("          {text}");
+        }
+    }
+    // The object after no rule, then after each matching rule in turn.
+    let images = crate::profile::ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let mut stages = Vec::with_capacity(matched.len() + 1);
+    for k in 0..=matched.len() {
+        let mut partial = profile.clone();
+        for (component, rules) in &mut partial.components {
+            if *component == target.component {
+                rules.retain(|r| matched[..k].contains(&r.name));
+            }
+        }
+        let stage_engine = settings.engine_with(partial, &images);
+        let stage = match mutate_request(&stage_engine, state, request)
+            .await
+            .map_err(|d| anyhow::anyhow!("{d}"))?
+        {
+            Outcome::Mutated(m) => m.object(),
+            Outcome::Skipped(_) => object.clone(),
+        };
+        stages.push(stage);
+    }
+    let attributed = super::explain::attribute(object, &stages);
+    if attributed.is_empty() {
+        eprintln!("patch: none");
+    } else {
+        let n = attributed.len();
+        let plural = if n == 1 { "" } else { "s" };
+        eprintln!("patch ({n} operation{plural}), each with the rule that caused it:");
+    }
+    for a in &attributed {
+        eprintln!("  {}", super::explain::op_line(&a.op));
+        match a.stage {
+            Some(0) => eprintln!(
+                "      by scion's {} handling itself, before any rule",
+                target.kind
+            ),
+            Some(k) => {
+                let name = &matched[k - 1];
+                match description(name) {
+                    Some(text) => eprintln!("      by rule {name}: {text}"),
+                    None => eprintln!("      by rule {name}"),
+                }
+                let before: Vec<String> = a
+                    .earlier
+                    .iter()
+                    .map(|k| match k {
+                        0 => format!("scion's {} handling", target.kind),
+                        k => format!("rule {}", matched[k - 1]),
+                    })
+                    .collect();
+                if !before.is_empty() {
+                    eprintln!(
+                        "      (earlier changes to the same place: {})",
+                        before.join(", ")
+                    );
+                }
+            }
+            None => eprintln!("      by several rules together (no one rule's change holds it)"),
+        }
+    }
+    if target.is_etcd() {
+        explain_etcd(settings, profile, target, object, objects.old.as_ref());
     }
     Ok(())
+}
+
+/// Where an Etcd's storage class and capacity come from.
+fn explain_etcd(
+    settings: &super::engine::EngineArgs,
+    profile: &crate::profile::Profile,
+    target: &crate::profile::Target,
+    object: &Value,
+    old: Option<&Value>,
+) {
+    use crate::mutation::etcd;
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let storage = profile.rules(target.component).iter().find_map(|r| {
+        r.actions.iter().find_map(|a| match a {
+            crate::profile::Action::EtcdStorage(s) => Some(s),
+            _ => None,
+        })
+    });
+    let (Some(storage), Some(main)) = (storage, etcd::is_main(name)) else {
+        return;
+    };
+    let config = crate::mutation::EtcdConfig {
+        storage_class: settings.etcd_storage_class.clone(),
+        storage_capacity: settings.etcd_storage_capacity.clone(),
+    };
+    let choice = etcd::choose(storage, main, &config, old);
+    eprintln!("Etcd {name}:");
+    eprintln!(
+        "  storageClass {:?}: {}",
+        choice.class.0,
+        choice.class.1.describe("class")
+    );
+    eprintln!(
+        "  storageCapacity {:?}: {}",
+        choice.capacity.0,
+        choice.capacity.1.describe("capacity")
+    );
 }
 
 /// The state the command reads: an objects directory (as `serve` reads it), or

@@ -15,9 +15,8 @@ use crate::deploy::registration::{self, ChartSource, RegistrationOptions};
 /// --chart-ref, gardener-operator's Extension).
 #[derive(Debug, Args)]
 pub struct RegistrationArgs {
-    /// Provider type the extension serves (aws, openstack, gcp, azure, alicloud).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// The chart by OCI reference (e.g. registry.local/charts/scion:0.1.0)
     /// instead of inline; also prints the operator's Extension, which takes
     /// OCI charts only.
@@ -28,24 +27,20 @@ pub struct RegistrationArgs {
     pub image: String,
     /// Switch-over stage: claim no resource and deploy to every seed
     /// (policy Always), so scion's webhooks run beside the Go extension's.
-    #[arg(long)]
+    #[arg(long, env = "SCION_WEBHOOKS_ONLY")]
     pub webhooks_only: bool,
 }
 
 /// Render the artefacts for `args` into `out`.
 pub fn run(args: &RegistrationArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    if !crate::profile::BUILTIN_PROVIDERS.contains(&args.provider.as_str()) {
-        anyhow::bail!(
-            "unknown provider {:?}: built-in providers are {}",
-            args.provider,
-            crate::profile::BUILTIN_PROVIDERS.join(", ")
-        );
-    }
+    args.provider
+        .validate_builtin()
+        .map_err(anyhow::Error::msg)?;
     let chart = match &args.chart_ref {
         Some(reference) => ChartSource::Oci(reference.clone()),
         None => ChartSource::Inline,
     };
-    let mut opts = RegistrationOptions::new(&args.provider, &args.image, chart)?;
+    let mut opts = RegistrationOptions::new(&args.provider.name()?, &args.image, chart)?;
     if args.webhooks_only {
         opts = opts.webhooks_only();
     }

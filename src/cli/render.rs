@@ -10,21 +10,20 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
-use crate::profile::{CcmSpec, ImageVector, Profile};
+use crate::profile::{CcmSpec, ImageVector};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// Provider whose CCM section is used (alicloud, aws, azure, gcp, openstack).
-    #[arg(long, env = "SCION_PROVIDER")]
-    pub provider: String,
+    #[command(flatten)]
+    pub provider: super::provider::ProviderArgs,
     /// Directory with the Cluster, ControlPlane and Secret manifests (YAML or JSON).
     #[arg(long, env = "SCION_OBJECTS_DIR")]
     pub objects_dir: PathBuf,
@@ -68,16 +67,33 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
                 args.controlplane
             )
         })?;
+    let profile = args.provider.profile()?;
+    let provider = profile.provider.clone();
     let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
-    let profile = Profile::builtin(&args.provider)?;
+    if cp.spec.type_ != provider {
+        bail!(
+            "ControlPlane {namespace}/{name} is of type {:?}, not {provider:?}: render it with --provider {}",
+            cp.spec.type_,
+            cp.spec.type_
+        );
+    }
+    let Some(credentials) = credentials else {
+        let secret = &cp.spec.secret_ref;
+        bail!(
+            "ControlPlane {namespace}/{name}: its credentials Secret {}/{} (spec.secretRef) is not in {}; the cloud config and the CCM's checksum are rendered from it",
+            secret.namespace.as_deref().unwrap_or(namespace),
+            secret.name,
+            args.objects_dir.display()
+        );
+    };
     let spec = profile.ccm()?;
-    let images = ImageVector::builtin_with_env_overwrite(&args.provider)?;
-    let certificates = ephemeral_certificates(&args.provider, &cp, &shoot)?;
+    let images = ImageVector::builtin_with_env_overwrite(&provider)?;
+    let certificates = ephemeral_certificates(&provider, &cp, &shoot)?;
     let text = render_text(
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
-            credentials: credentials.as_ref(),
+            credentials: Some(&credentials),
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
             images: &images,

@@ -36,6 +36,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+
+use crate::gardener::api_error::WatchErrors;
 use serde_json::{Value, json};
 
 use super::extension::Extension;
@@ -65,6 +67,8 @@ pub struct HealthChecks {
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
     pub now: fn() -> String,
+    /// Conditions written at once (`--healthcheck-max-concurrent-reconciles`, 5).
+    pub concurrency: usize,
 }
 
 /// The caches the checks read.
@@ -102,7 +106,13 @@ impl Caches {
             }
         })
         .reflect(writer)
-        .for_each(|_| futures::future::ready(()));
+        .for_each({
+            let mut errors = WatchErrors::new("cloud-controller-manager Deployments");
+            move |item| {
+                errors.observe(&item);
+                futures::future::ready(())
+            }
+        });
         let mut streams: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> =
             vec![Box::pin(deployment_stream)];
         let mut mr_stores = Vec::new();
@@ -123,7 +133,13 @@ impl Caches {
                 }
             })
             .reflect(writer)
-            .for_each(|_| futures::future::ready(()));
+            .for_each({
+                let mut errors = WatchErrors::new("ManagedResources");
+                move |item| {
+                    errors.observe(&item);
+                    futures::future::ready(())
+                }
+            });
             streams.push(Box::pin(stream));
             mr_stores.push((name.clone(), store));
         }
@@ -319,18 +335,30 @@ impl HealthChecks {
 
     /// One pass over every cached ControlPlane; returns how many were written.
     pub async fn pass(&self, caches: &Caches) -> usize {
+        let due: Vec<_> = caches
+            .controlplanes
+            .state()
+            .into_iter()
+            .filter_map(|cp| {
+                let shoot = self.state.shoot(cp.namespace()).ok()?;
+                let condition = self.evaluate(&cp, &shoot, caches)?;
+                Some((cp, condition))
+            })
+            .collect();
+        let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
+            futures::stream::iter(due.into_iter().map(|(cp, condition)| async move {
+                let result = self.write(&cp, condition).await;
+                (cp, result)
+            })),
+            self.concurrency.max(1),
+        ))
+        .await;
         let mut written = 0;
-        for cp in caches.controlplanes.state() {
-            let Ok(shoot) = self.state.shoot(cp.namespace()) else {
-                continue;
-            };
-            let Some(condition) = self.evaluate(&cp, &shoot, caches) else {
-                continue;
-            };
-            match self.write(&cp, condition).await {
+        for (cp, result) in results {
+            match result {
                 Ok(()) => written += 1,
                 Err(e) => {
-                    tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %e, "could not write the health condition")
+                    tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %crate::gardener::api_error::describe(&e), "could not write the health condition")
                 }
             }
         }

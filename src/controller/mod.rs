@@ -9,20 +9,22 @@
 //! | [`controlplane`] | the ControlPlane actuator: secrets manager, render, ManagedResources, delete/migrate/restore |
 //! | [`health`] | the health-check loop: `ControlPlaneHealthy` from the CCM Deployment and the ManagedResources |
 //! | [`heartbeat`] | the `gardener-extension-heartbeat` Lease |
-//! | `leader.rs` | leader election (kube-lease-manager) |
+//! | [`leader`] | leader election over a Lease (client-go's algorithm; the pure [`leader::plan`]) |
 
 pub mod controlplane;
 pub mod extension;
 pub mod health;
 pub mod heartbeat;
-mod leader;
+pub mod leader;
 
 use std::time::Duration;
 
 pub use controlplane::ControlPlaneActuator;
 pub use extension::operation::{OPERATION_ANNOTATION, OperationType, trigger_hash};
 pub use extension::{Actuator, Extension, Outcome, Reconciler, error_policy, reconcile};
-pub use leader::{StopSignal, run_while_leading, run_with_leader_election};
+pub use leader::{
+    LeaderElection, LeaseTiming, StopSignal, run_while_leading, run_with_leader_election,
+};
 
 use crate::ccm::RenderError;
 use crate::gardener::ControlPlane;
@@ -48,7 +50,7 @@ pub enum Error {
     Kube {
         action: String,
         #[source]
-        source: kube::Error,
+        source: crate::gardener::ApiError,
     },
     #[error(transparent)]
     State(#[from] StateError),
@@ -60,7 +62,7 @@ pub enum Error {
     /// Gardener's and may carry the GRM condition's message.
     #[error("{0}")]
     DeletionTimeout(String),
-    #[error("reconcile did not finish within {0:?}")]
+    #[error("reconcile did not finish within {}", crate::gardener::duration::text(*.0))]
     Timeout(Duration),
     #[error("ControlPlane has no {0}")]
     Malformed(&'static str),
@@ -72,7 +74,10 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn kube(action: String, source: kube::Error) -> Self {
-        Self::Kube { action, source }
+        Self::Kube {
+            action,
+            source: source.into(),
+        }
     }
 
     /// Gardener's `lastError.codes` of this error: `ERR_CONFIGURATION_PROBLEM`

@@ -44,13 +44,13 @@ pub enum CertError {
         namespace: String,
         name: String,
         #[source]
-        source: Box<kube::Error>,
+        source: Box<crate::gardener::ApiError>,
     },
     #[error("cannot read MutatingWebhookConfiguration {name}: {source}")]
     Webhook {
         name: String,
         #[source]
-        source: Box<kube::Error>,
+        source: Box<crate::gardener::ApiError>,
     },
     #[error("Secret {name}: {reason}")]
     Malformed { name: String, reason: String },
@@ -115,7 +115,7 @@ async fn apply_secret(
         action: "apply",
         namespace: ext.namespace().to_owned(),
         name: name.to_owned(),
-        source: Box::new(source),
+        source: Box::new(source.into()),
     })
 }
 
@@ -135,7 +135,7 @@ pub async fn reconcile_certificates(
                 action: "get",
                 namespace,
                 name,
-                source: Box::new(source),
+                source: Box::new(source.into()),
             })
         }
     };
@@ -165,7 +165,7 @@ pub async fn reconcile_certificates(
         .await
         .map_err(|source| CertError::Webhook {
             name: ext.webhook_config_name(),
-            source: Box::new(source),
+            source: Box::new(source.into()),
         })?
         .and_then(|c| c.webhooks)
         .and_then(|w| w.into_iter().next())
@@ -265,7 +265,7 @@ pub async fn sync_cert_dir(
         action: "get",
         namespace: ext.namespace().to_owned(),
         name: name.clone(),
-        source: Box::new(source),
+        source: Box::new(source.into()),
     })?
     else {
         return Ok(false);
@@ -328,7 +328,12 @@ pub async fn keep_certificates(
     loop {
         match reconcile_certificates(client, ext, unix_now()).await {
             Ok(pass) if pass.plan != rotation::Plan::default() => {
-                tracing::info!(plan = ?pass.plan, "webhook certificates updated");
+                tracing::info!(
+                    new_ca = pass.plan.new_ca,
+                    drop_old_ca = pass.plan.drop_old_ca,
+                    new_server = pass.plan.new_server,
+                    "webhook certificates updated"
+                );
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "webhook certificate pass failed"),

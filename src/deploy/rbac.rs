@@ -239,9 +239,9 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::HeartbeatLease,
     },
     ApiCall {
-        site: "server: leader election Lease",
+        site: "controller::leader: read, create and update the leader-election Lease",
         resources: &[gr("coordination.k8s.io", "leases")],
-        verbs: &[Verb::Get, Verb::Create, Verb::Update, Verb::Patch],
+        verbs: &[Verb::Get, Verb::Create, Verb::Update],
         scope: Scope::ExtensionNamespace,
         names: Names::Any,
     },

@@ -38,6 +38,17 @@ pub enum RegistrationOutcome {
     Unchanged,
 }
 
+impl RegistrationOutcome {
+    /// `created`, `updated` or `unchanged`, for log lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RegistrationOutcome::Created => "created",
+            RegistrationOutcome::Updated => "updated",
+            RegistrationOutcome::Unchanged => "unchanged",
+        }
+    }
+}
+
 /// Why the registration failed. The caller retries (Gardener retries every
 /// 5 s at start and on its next certificate sync).
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +61,7 @@ pub enum RegistrationError {
     OwnerNamespace {
         namespace: String,
         #[source]
-        source: kube::Error,
+        source: crate::gardener::ApiError,
     },
     #[error("Namespace {0:?} has no uid; cannot reference it as owner")]
     OwnerWithoutUid(String),
@@ -59,7 +70,7 @@ pub enum RegistrationError {
         action: &'static str,
         name: String,
         #[source]
-        source: kube::Error,
+        source: crate::gardener::ApiError,
     },
     #[error("cannot encode the webhook configuration: {0}")]
     Encode(#[from] serde_json::Error),
@@ -76,10 +87,10 @@ pub async fn register_webhook(
     let mut desired = webhook_configuration(ext, Some(ca_bundle));
     let name = ext.webhook_config_name();
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let api_err = |action, source| RegistrationError::Api {
+    let api_err = |action, source: kube::Error| RegistrationError::Api {
         action,
         name: name.clone(),
-        source,
+        source: source.into(),
     };
     let current = api.get_opt(&name).await.map_err(|e| api_err("get", e))?;
     if let Some(current) = &current {
@@ -123,7 +134,7 @@ async fn owner_reference(
     let namespace = namespaces.get(ext.namespace()).await.map_err(|source| {
         RegistrationError::OwnerNamespace {
             namespace: ext.namespace().to_owned(),
-            source,
+            source: source.into(),
         }
     })?;
     let uid = namespace
@@ -281,7 +292,7 @@ pub async fn keep_registered(
                         Ok(outcome) => {
                             if outcome != RegistrationOutcome::Unchanged || registered != Some(hash)
                             {
-                                tracing::info!(?outcome, name = %ext.webhook_config_name(), "webhook configuration registered");
+                                tracing::info!(outcome = outcome.as_str(), name = %ext.webhook_config_name(), "webhook configuration registered");
                             }
                             registered = Some(hash);
                             last_sync = tokio::time::Instant::now();
@@ -291,7 +302,7 @@ pub async fn keep_registered(
                         Err(err) => {
                             failures = failures.saturating_add(1);
                             let delay = retry_delay(failures).min(timing.resync);
-                            tracing::warn!(error = %err, retry_in = ?delay, "webhook registration failed");
+                            tracing::warn!(error = %err, retry_in = %crate::gardener::duration::text(delay), "webhook registration failed");
                             delay
                         }
                     }

@@ -56,6 +56,12 @@ pub const CERT_DIR_SIZE_LIMIT: &str = "1Mi";
 /// Defaults of the Go-extension flags the container is started with; the
 /// chart's `values.yaml` has the same (tests/deploy_chart.rs).
 pub const CONTROLPLANE_CONCURRENT_SYNCS: u32 = 5;
+/// `controllers.healthcheck.concurrentSyncs`.
+pub const HEALTHCHECK_CONCURRENT_SYNCS: u32 = 5;
+/// `config.healthCheckConfig.syncPeriod` (Gardener's default).
+pub const HEALTHCHECK_SYNC_PERIOD: &str = "30s";
+/// `controllers.heartbeat.renewIntervalSeconds`.
+pub const HEARTBEAT_RENEW_INTERVAL_SECONDS: u32 = 30;
 /// Kubernetes client rate limit (Gardener's `clientConnection.qps`/`burst`).
 pub const KUBE_API_QPS: u32 = 100;
 pub const KUBE_API_BURST: u32 = 130;
@@ -77,6 +83,9 @@ pub fn serve_args(ext: &Extension) -> Vec<String> {
         format!("--metrics-bind-address=:{METRICS_PORT}"),
         format!("--health-bind-address=:{HEALTH_PORT}"),
         format!("--controlplane-max-concurrent-reconciles={CONTROLPLANE_CONCURRENT_SYNCS}"),
+        format!("--healthcheck-max-concurrent-reconciles={HEALTHCHECK_CONCURRENT_SYNCS}"),
+        format!("--healthcheck-sync-period={HEALTHCHECK_SYNC_PERIOD}"),
+        format!("--heartbeat-renew-interval-seconds={HEARTBEAT_RENEW_INTERVAL_SECONDS}"),
         "--ignore-operation-annotation=false".to_owned(),
         "--disable-controllers=".to_owned(),
         "--disable-webhooks=".to_owned(),

@@ -3,8 +3,10 @@
 //!
 //! | file | what |
 //! |---|---|
+//! | [`api_error`] | a Kubernetes API error as an operator reads it (no debug dump of the Status) |
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
+//! | [`duration`] | durations as Kubernetes writes them: parsing flags, writing log lines |
 //! | [`kubelet`] | the KubeletConfiguration struct as a field table |
 //! | [`managedresource`] | the `ManagedResource` resource gardener-resource-manager applies |
 //! | [`objects`] | Secret and ConfigMap data as scion keeps it, the object-metadata rule of every decoder, well-known labels |
@@ -13,14 +15,17 @@
 //!
 //! This is the lowest layer: it imports nothing else of the crate.
 
+pub mod api_error;
 pub mod cluster;
 pub mod controlplane;
+pub mod duration;
 pub mod kubelet;
 pub mod managedresource;
 pub mod objects;
 pub mod version;
 pub mod view;
 
+pub use api_error::ApiError;
 pub use cluster::{
     Cluster, ClusterError, ClusterObject, ClusterSpecSeed, DecodedSpec, ShootContext,
     project_cluster,

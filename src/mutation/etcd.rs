@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::profile::seed::{EtcdStorage, Storage, UnknownEtcd};
+use crate::profile::seed::{EtcdStorage, UnknownEtcd};
 
 /// The extension's `etcd.storage` configuration: `--etcd-storage-class`,
 /// `--etcd-storage-capacity`. `None` takes the profile's chart default; an
@@ -34,11 +34,102 @@ pub fn backup_bucket_name<'v>(storage: &EtcdStorage, etcd: &'v Value) -> Option<
         .filter(|c| !c.is_empty())
 }
 
-fn configured(value: &Option<String>, default: &str) -> Option<String> {
-    match value.as_deref() {
-        None => Some(default.to_string()),
+/// Where a storage value of an Etcd came from (`scion mutate --explain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `--etcd-storage-class` / `--etcd-storage-capacity`.
+    Flag,
+    /// The profile's chart default (the Go extension's chart value), the flag not given.
+    ChartDefault,
+    /// The provider's fallback: the flag set empty, or the events Etcd.
+    Fallback,
+    /// The stored Etcd's value, kept so an existing volume is never resized.
+    Kept,
+}
+
+impl Source {
+    /// For people, `what` being `class` or `capacity`.
+    pub fn describe(self, what: &str) -> String {
+        let flag = format!("--etcd-storage-{what}");
+        match self {
+            Source::Flag => format!("from {flag}"),
+            Source::ChartDefault => format!(
+                "the profile's chart default (the Go extension's etcd.storage value); {flag} overrides it"
+            ),
+            Source::Fallback => format!(
+                "the provider's fallback ({flag} set empty, or the events Etcd, which the extension's configuration does not reach)"
+            ),
+            Source::Kept => {
+                "kept from the stored Etcd, so an existing volume is never resized".to_owned()
+            }
+        }
+    }
+}
+
+/// The storage class and capacity of an Etcd, each with its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageChoice {
+    pub class: (String, Source),
+    pub capacity: (String, Source),
+}
+
+/// The storage of the main (`main`) or events Etcd: the flags, else the
+/// profile's chart defaults; an empty flag or the events Etcd takes the
+/// provider's fallback; where the provider keeps the stored main Etcd's
+/// values (AWS), those win.
+pub fn choose(
+    storage: &EtcdStorage,
+    main: bool,
+    config: &EtcdConfig,
+    old: Option<&Value>,
+) -> StorageChoice {
+    let sourced = |flag: &Option<String>, default: &str| match flag.as_deref() {
+        None => Some((default.to_string(), Source::ChartDefault)),
         Some("") => None,
-        Some(v) => Some(v.to_string()),
+        Some(v) => Some((v.to_string(), Source::Flag)),
+    };
+    let class = sourced(&config.storage_class, &storage.chart_defaults.class_name);
+    let capacity = sourced(&config.storage_capacity, &storage.chart_defaults.capacity);
+    let fallback = |v: &String| (v.clone(), Source::Fallback);
+    let mut choice = if main {
+        StorageChoice {
+            class: class
+                .clone()
+                .unwrap_or_else(|| fallback(&storage.fallback.class_name)),
+            capacity: capacity
+                .clone()
+                .unwrap_or_else(|| fallback(&storage.fallback.capacity)),
+        }
+    } else {
+        StorageChoice {
+            class: fallback(&storage.fallback.class_name),
+            capacity: fallback(&storage.fallback.capacity),
+        }
+    };
+    if main && storage.keep_old_main && (class.is_some() || capacity.is_some()) {
+        let stored = |key: &str| {
+            old.and_then(|o| o.pointer(&format!("/spec/{key}")))
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+                .map(|v| (v.to_string(), Source::Kept))
+        };
+        if let Some(kept) = stored("storageClass") {
+            choice.class = kept;
+        }
+        if let Some(kept) = stored("storageCapacity") {
+            choice.capacity = kept;
+        }
+    }
+    choice
+}
+
+/// Whether the Etcd named `name` is a main (`Some(true)`) or events
+/// (`Some(false)`) Etcd the ensurer handles.
+pub fn is_main(name: &str) -> Option<bool> {
+    match name {
+        "etcd-main" | "virtual-garden-etcd-main" => Some(true),
+        "etcd-events" | "virtual-garden-etcd-events" => Some(false),
+        _ => None,
     }
 }
 
@@ -54,55 +145,14 @@ pub fn ensure(
         Some(Value::Object(map)) => map.clone(),
         Some(_) => return Err("field spec must be a map".into()),
     };
-    let main = match name {
-        "etcd-main" => true,
-        "etcd-events" => false,
-        "virtual-garden-etcd-main" | "virtual-garden-etcd-events"
-            if storage.unknown_names == UnknownEtcd::Deny =>
-        {
-            return Err(format!("unknown ETCD name {name:?}"));
-        }
-        "virtual-garden-etcd-main" => true,
-        "virtual-garden-etcd-events" => false,
-        _ => return Ok(None),
+    let Some(main) = is_main(name) else {
+        return Ok(None);
     };
-    let class = configured(
-        &ctx.config.storage_class,
-        &storage.chart_defaults.class_name,
-    );
-    let capacity = configured(
-        &ctx.config.storage_capacity,
-        &storage.chart_defaults.capacity,
-    );
-    let Storage {
-        class_name: fallback_class,
-        capacity: fallback_capacity,
-    } = &storage.fallback;
-    let (mut new_class, mut new_capacity) = if main {
-        (
-            class.clone().unwrap_or_else(|| fallback_class.clone()),
-            capacity
-                .clone()
-                .unwrap_or_else(|| fallback_capacity.clone()),
-        )
-    } else {
-        (fallback_class.clone(), fallback_capacity.clone())
-    };
-    if main && storage.keep_old_main && (class.is_some() || capacity.is_some()) {
-        let old = |key: &str| {
-            ctx.old
-                .and_then(|o| o.pointer(&format!("/spec/{key}")))
-                .and_then(Value::as_str)
-                .filter(|v| !v.is_empty())
-                .map(str::to_string)
-        };
-        if let Some(old_class) = old("storageClass") {
-            new_class = old_class;
-        }
-        if let Some(old_capacity) = old("storageCapacity") {
-            new_capacity = old_capacity;
-        }
+    if name.starts_with("virtual-garden-") && storage.unknown_names == UnknownEtcd::Deny {
+        return Err(format!("unknown ETCD name {name:?}"));
     }
+    let choice = choose(storage, main, ctx.config, ctx.old);
+    let (new_class, new_capacity) = (choice.class.0, choice.capacity.0);
     for field in ["storageClass", "storageCapacity"] {
         if !matches!(spec.get(field), None | Some(Value::Null | Value::String(_))) {
             return Err(format!("field spec.{field} must be a string"));
@@ -131,6 +181,7 @@ pub fn ensure(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::seed::Storage;
     use serde_json::json;
 
     fn rules(keep_old: bool, unknown: UnknownEtcd, backup: bool) -> EtcdStorage {

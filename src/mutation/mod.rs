@@ -34,4 +34,4 @@ pub use dispatch::{Skip, dispatch};
 pub use engine::{Engine, Mutation, Need, RuleTrace};
 pub use etcd::EtcdConfig;
 pub use sidecar::{Hosting, hosted_sidecar_container, provider_sidecar, sidecar_container};
-pub use webhook::{Outcome, WebhookMutator, fetch, mutate_request};
+pub use webhook::{Outcome, WebhookMutator, fetch, mutate_request, shoot_of};

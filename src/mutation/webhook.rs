@@ -100,23 +100,33 @@ pub async fn mutate_request<'a>(
     } else {
         request.namespace.as_str()
     };
-    // The seedprovider webhook does not read the Cluster (Gardener's Etcd
-    // ensurers need none; the garden's virtual-garden Etcds have none).
-    let shoot = match state.shoot(namespace) {
-        Ok(shoot) => shoot,
-        Err(crate::state::StateError::ClusterNotFound { .. }) if target.is_etcd() => {
-            std::sync::Arc::new(crate::gardener::ShootContext::new(
-                namespace,
-                semver::Version::new(0, 0, 0),
-            ))
-        }
-        Err(e) => return Err(Denial::Forbidden(e.to_string())),
-    };
+    let shoot = shoot_of(state, target, namespace)?;
     let mut objects = fetch(engine, state, target, object, &shoot, namespace).await?;
     objects.old = request.old_object.clone();
     engine
         .mutate(target, object, &shoot, &objects)
         .map(|m| Outcome::Mutated(Box::new(m)))
+}
+
+/// The shoot context of `namespace` for `target`. The seedprovider webhook
+/// does not read the Cluster (Gardener's Etcd ensurers need none; the
+/// garden's virtual-garden Etcds have none), so an Etcd without one gets an
+/// empty context.
+pub fn shoot_of(
+    state: &dyn StateSource,
+    target: &crate::profile::Target,
+    namespace: &str,
+) -> Result<std::sync::Arc<crate::gardener::ShootContext>, Denial> {
+    match state.shoot(namespace) {
+        Ok(shoot) => Ok(shoot),
+        Err(crate::state::StateError::ClusterNotFound { .. }) if target.is_etcd() => {
+            Ok(std::sync::Arc::new(crate::gardener::ShootContext::new(
+                namespace,
+                semver::Version::new(0, 0, 0),
+            )))
+        }
+        Err(e) => Err(Denial::Forbidden(e.to_string())),
+    }
 }
 
 /// The objects the engine needs for this object, from the state source.

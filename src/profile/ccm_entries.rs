@@ -124,7 +124,8 @@ impl TryFrom<serde_json::Value> for Env {
             }
             _ => {
                 return Err(format!(
-                    "env: expected {{name, value}}, {{name, from}}, {{name, credentialsFile}} or {{builtin}}, got keys {keys:?}"
+                    "env: expected {{name, value}}, {{name, from}}, {{name, credentialsFile}} or {{builtin}}, got keys {}",
+                    keys.join(", ")
                 ));
             }
         };

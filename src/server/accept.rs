@@ -132,7 +132,7 @@ impl AcceptFailures {
         tracing::info!(
             listener,
             failures = self.count,
-            duration = ?since.elapsed(),
+            duration = %crate::gardener::duration::text(since.elapsed()),
             "accepting connections again"
         );
         *self = AcceptFailures::default();
@@ -268,7 +268,7 @@ pub(crate) async fn serve<H: Handshake>(
     while connections.try_join_next().is_some() {}
     let open = connections.len();
     if name == "https" {
-        tracing::info!(listener = name, open_connections = open, grace = ?options.grace, "stopped accepting; draining");
+        tracing::info!(listener = name, open_connections = open, grace = %crate::gardener::duration::text(options.grace), "stopped accepting; draining");
     } else {
         tracing::debug!(
             listener = name,

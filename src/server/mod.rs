@@ -49,7 +49,7 @@ pub use limits::{
 };
 pub use metrics::{Metrics, Outcome};
 pub use probes::PROBE_MAX_CONNECTIONS;
-pub use readiness::{Check, Readiness, ReadinessReport};
+pub use readiness::{Check, LivenessReport, Readiness, ReadinessReport};
 
 use crate::admission::Mutator;
 use crate::tls::{
@@ -299,7 +299,7 @@ impl Server {
         if let Some(generated) = &initial.generated {
             tracing::info!(
                 ca = %generated.ca_cert.display(),
-                names = ?generated.names,
+                names = %generated.names.join(", "),
                 reused_ca = generated.reused_ca,
                 "generated a development server certificate; clients must trust the CA file"
             );
@@ -347,7 +347,7 @@ impl Server {
             (Some(client_auth), Some((_, hash))) => {
                 tracing::info!(
                     ca_file = %client_auth.ca_file.display(),
-                    allowed_names = ?client_auth.allowed_names,
+                    allowed_names = %client_auth.allowed_names.join(", "),
                     "client certificates are required"
                 );
                 Some(tls::spawn_client_ca_reloader(
@@ -449,7 +449,7 @@ impl Server {
             tracing::info!("shutdown requested; readiness now fails");
         };
         let paths: Vec<&str> = crate::admission::webhook_paths().collect();
-        tracing::info!(listener = "https", addr = %addrs.https, paths = ?paths, max_connections = config.max_connections, max_requests_in_flight = config.max_requests_in_flight, "listening");
+        tracing::info!(listener = "https", addr = %addrs.https, paths = %paths.join(", "), max_connections = config.max_connections, max_requests_in_flight = config.max_requests_in_flight, "listening");
         tracing::info!(listener = "health", addr = %addrs.health, "listening");
         tracing::info!(listener = "metrics", addr = %addrs.metrics, "listening");
         serving.store(true, Ordering::SeqCst);

@@ -120,26 +120,42 @@ async fn serve_probes(listeners: ProbeListeners, stopped: watch::Receiver<bool>)
     futures::join!(health, metrics);
 }
 
-/// `GET /healthz` (the process is alive) and `GET /readyz`.
+/// `GET /healthz` (the process can go on) and `GET /readyz`.
 pub(crate) fn health_router(readiness: Readiness) -> Router {
     Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
         .with_state(readiness)
 }
 
+/// 200 while every part can go on; 500 once one cannot (the kubelet then
+/// restarts the pod).
+async fn healthz(State(readiness): State<Readiness>) -> Response {
+    let report = readiness.liveness();
+    probe_answer(
+        report.alive(),
+        StatusCode::INTERNAL_SERVER_ERROR,
+        report.render(),
+    )
+}
+
 async fn readyz(State(readiness): State<Readiness>) -> Response {
     let report = readiness.report();
-    let status = if report.ready() {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
+    probe_answer(
+        report.ready(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        report.render(),
+    )
+}
+
+/// A probe's plain-text answer: 200, or `failing` when the check failed.
+fn probe_answer(passed: bool, failing: StatusCode, body: String) -> Response {
+    let status = if passed { StatusCode::OK } else { failing };
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        report.render(),
+        body,
     )
         .into_response()
 }

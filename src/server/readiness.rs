@@ -1,4 +1,7 @@
-//! `/readyz`: named checks other parts register, plus the drain flag.
+//! `/readyz`: named checks other parts register, plus the drain flag; and
+//! `/healthz`: alive unless a part reported that it cannot go on (the leader
+//! work: [`Readiness::fail_liveness`]), so the kubelet restarts the pod, as
+//! controller-runtime's manager exits in that case.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -10,6 +13,8 @@ pub type Check = Arc<dyn Fn() -> bool + Send + Sync>;
 struct Inner {
     draining: AtomicBool,
     checks: RwLock<Vec<(String, Check)>>,
+    /// `(name, reason)` of the parts that cannot go on.
+    liveness_failures: RwLock<Vec<(String, String)>>,
 }
 
 /// Whether the process should receive traffic. Cheap to clone; all clones
@@ -42,19 +47,78 @@ impl ReadinessReport {
 
     /// Kubernetes-style body: one `[+]name ok` / `[-]name failed` line per check.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (name, ok) in &self.checks {
-            out.push_str(if *ok { "[+]" } else { "[-]" });
-            out.push_str(name);
-            out.push_str(if *ok { " ok\n" } else { " failed\n" });
-        }
-        out.push_str(if self.ready() {
-            "readyz check passed\n"
-        } else {
-            "readyz check failed\n"
+        let checks = self.checks.iter().map(|(name, ok)| {
+            let result = if *ok { Ok("") } else { Err("") };
+            (name.as_str(), result)
         });
-        out
+        render_checks("readyz", checks)
     }
+}
+
+/// The liveness of the process at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LivenessReport {
+    /// `(name, reason)` of each part that cannot go on.
+    pub failures: Vec<(String, String)>,
+}
+
+impl LivenessReport {
+    pub fn alive(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// `[+]ping ok` and one `[-]name failed: reason` line per failure.
+    pub fn render(&self) -> String {
+        let ping = std::iter::once(("ping", Ok("")));
+        let failed = self
+            .failures
+            .iter()
+            .map(|(n, r)| (n.as_str(), Err(r.as_str())));
+        render_checks("healthz", ping.chain(failed))
+    }
+}
+
+/// The body of a probe endpoint: a line per check, then the verdict.
+fn render_checks<'a>(
+    endpoint: &str,
+    checks: impl Iterator<Item = (&'a str, Result<&'a str, &'a str>)>,
+) -> String {
+    let mut out = String::new();
+    let mut passed = true;
+    for (name, result) in checks {
+        match result {
+            Ok(_) => {
+                out.push_str("[+]");
+                out.push_str(name);
+                out.push_str(" ok\n");
+            }
+            Err(reason) => {
+                passed = false;
+                out.push_str("[-]");
+                out.push_str(name);
+                out.push_str(" failed");
+                if !reason.is_empty() {
+                    out.push_str(": ");
+                    out.push_str(reason);
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str(endpoint);
+    out.push_str(if passed {
+        " check passed\n"
+    } else {
+        " check failed\n"
+    });
+    out
+}
+
+/// Put `(name, value)` at the end of `list`, replacing an entry of that name.
+fn replace_named<T>(list: &RwLock<Vec<(String, T)>>, name: String, value: T) {
+    let mut list = list.write().unwrap_or_else(PoisonError::into_inner);
+    list.retain(|(n, _)| *n != name);
+    list.push((name, value));
 }
 
 impl Readiness {
@@ -65,14 +129,27 @@ impl Readiness {
     /// Register a named check, e.g. `("state-synced", Arc::new(move || synced.load(..)))`.
     /// A second check with the same name replaces the first.
     pub fn add_check(&self, name: impl Into<String>, check: Check) {
-        let name = name.into();
-        let mut checks = self
-            .inner
-            .checks
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        checks.retain(|(n, _)| *n != name);
-        checks.push((name, check));
+        replace_named(&self.inner.checks, name.into(), check);
+    }
+
+    /// From now on `/healthz` fails, naming `name` and `reason`: that part
+    /// of the process cannot go on and the pod must be restarted.
+    pub fn fail_liveness(&self, name: impl Into<String>, reason: impl Into<String>) {
+        let (name, reason) = (name.into(), reason.into());
+        tracing::error!(check = %name, %reason, "liveness now fails: the pod is to be restarted");
+        replace_named(&self.inner.liveness_failures, name, reason);
+    }
+
+    /// Whether the process can go on.
+    pub fn liveness(&self) -> LivenessReport {
+        LivenessReport {
+            failures: self
+                .inner
+                .liveness_failures
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        }
     }
 
     /// From now on the process is not ready (shutdown has begun).
@@ -135,5 +212,22 @@ mod tests {
         let report = readiness.report();
         assert!(!report.ready());
         assert!(report.render().starts_with("[-]not-draining failed\n"));
+    }
+
+    #[test]
+    fn liveness_fails_once_a_part_reports_it_cannot_go_on() {
+        let readiness = Readiness::new();
+        let alive = readiness.liveness();
+        assert!(alive.alive());
+        assert_eq!(alive.render(), "[+]ping ok\nhealthz check passed\n");
+        readiness.fail_liveness("leader-election", "the leader work ended");
+        let dead = readiness.clone().liveness();
+        assert!(!dead.alive());
+        assert_eq!(
+            dead.render(),
+            "[+]ping ok\n[-]leader-election failed: the leader work ended\nhealthz check failed\n"
+        );
+        // Readiness is another matter: the webhook still answers meanwhile.
+        assert!(readiness.report().ready());
     }
 }

@@ -30,6 +30,9 @@ use crate::admission::{
 
 /// At most one log line per this period about requests refused at the cap.
 const OVERLOAD_LOG_PERIOD: Duration = Duration::from_secs(10);
+/// An allowed or patched request answered after this long is logged at info
+/// (the others at debug): a slow webhook is worth a line, a fast one is not.
+pub(crate) const SLOW_REQUEST: Duration = Duration::from_secs(1);
 /// Bodies without a content-length start with this much buffer (they grow
 /// by doubling up to the limit); a declared length is trusted up to it too,
 /// so an announced but unsent body costs nothing.
@@ -119,6 +122,7 @@ async fn admit(state: Arc<WebhookState>, request: Request, started: Instant) -> 
         name = field::Empty,
         operation = field::Empty,
         outcome = field::Empty,
+        reason = field::Empty,
         patch_ops = field::Empty,
         duration_ms = field::Empty,
     );
@@ -131,9 +135,13 @@ async fn admit(state: Arc<WebhookState>, request: Request, started: Instant) -> 
         .metrics
         .observe_request(outcome, elapsed.as_secs_f64());
     span.record("outcome", outcome.as_str());
-    span.record("duration_ms", elapsed.as_secs_f64() * 1000.0);
+    // Whole microseconds, so the JSON number has no float noise (1.234).
+    span.record("duration_ms", elapsed.as_micros() as f64 / 1000.0);
     span.in_scope(|| match outcome {
-        Outcome::Allowed | Outcome::Patched => tracing::info!("admission request answered"),
+        Outcome::Allowed | Outcome::Patched if elapsed >= SLOW_REQUEST => {
+            tracing::info!("admission request answered slowly")
+        }
+        Outcome::Allowed | Outcome::Patched => tracing::debug!("admission request answered"),
         Outcome::Denied | Outcome::Invalid | Outcome::Overloaded => {
             tracing::warn!("admission request refused")
         }
@@ -254,7 +262,10 @@ async fn read_body(
     match tokio::time::timeout_at(deadline, read).await {
         Err(_) => Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
-            format!("request body not received within {timeout:?}"),
+            format!(
+                "request body not received within {}",
+                crate::gardener::duration::text(timeout)
+            ),
         )),
         Ok(Err(err)) => Err(err),
         Ok(Ok(())) => Ok(buffer),
@@ -292,7 +303,20 @@ async fn handle(
     let margin = answer_margin(state.request_timeout);
     let (parts, body) = request.into_parts();
     if let Err(err) = is_json(&parts.headers) {
-        return (Outcome::Invalid, err.into_response());
+        // Read the body first, within the limits of any request. Answered
+        // while the client still sends it, an HTTP/2 stream ends with
+        // RST_STREAM(NO_ERROR), which RFC 9113 allows but clients such as
+        // curl 7.88 report as a stream error instead of the answer; an
+        // HTTP/1.1 connection with an unread body cannot be reused.
+        let _ = read_body(
+            body,
+            &parts.headers,
+            state.max_body_bytes,
+            deadline,
+            state.request_timeout,
+        )
+        .await;
+        return refused(Outcome::Invalid, err);
     }
     let bytes = match read_body(
         body,
@@ -304,7 +328,7 @@ async fn handle(
     .await
     {
         Ok(bytes) => bytes,
-        Err(err) => return (Outcome::Invalid, err.into_response()),
+        Err(err) => return refused(Outcome::Invalid, err),
     };
 
     let (decoded_tx, mut decoded_rx) = oneshot::channel();
@@ -342,12 +366,12 @@ async fn handle(
                 match decoded_rx.try_recv() {
                     Ok(decoded) => {
                         let message = format!("{}: the request failed unexpectedly; see the scion log", decoded.identity);
-                        let answer = AdmissionResponse::deny(&decoded.uid, 500, "InternalError", message);
+                        let answer = denial(&decoded.uid, 500, "InternalError", message);
                         (Outcome::Error, review_response(answer, decoded.version))
                     }
-                    Err(_) => (
+                    Err(_) => refused(
                         Outcome::Error,
-                        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the request failed unexpectedly; see the scion log").into_response(),
+                        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "the request failed unexpectedly; see the scion log"),
                     ),
                 }
             }
@@ -363,19 +387,22 @@ fn late(state: &WebhookState, decoded: Option<Decoded>) -> (Outcome, Response) {
     match decoded {
         Some(decoded) => {
             let message = format!(
-                "{}: the mutation did not finish within the request timeout of {timeout:?}",
-                decoded.identity
+                "{}: the mutation did not finish within the request timeout of {}",
+                decoded.identity,
+                crate::gardener::duration::text(timeout)
             );
-            let answer = AdmissionResponse::deny(&decoded.uid, 504, "Timeout", message);
+            let answer = denial(&decoded.uid, 504, "Timeout", message);
             (Outcome::Timeout, review_response(answer, decoded.version))
         }
-        None => (
+        None => refused(
             Outcome::Timeout,
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("the server is busy: the request was not decoded within the request timeout of {timeout:?}"),
-            )
-            .into_response(),
+                format!(
+                    "the server is busy: the request was not decoded within the request timeout of {}",
+                    crate::gardener::duration::text(timeout)
+                ),
+            ),
         ),
     }
 }
@@ -402,9 +429,9 @@ fn answer(
     let request = match state.mutator.decode(bytes) {
         Ok(request) => request,
         Err(err) => {
-            return (
+            return refused(
                 Outcome::Invalid,
-                ApiError::new(StatusCode::BAD_REQUEST, err.to_string()).into_response(),
+                ApiError::new(StatusCode::BAD_REQUEST, err.to_string()),
             );
         }
     };
@@ -459,13 +486,13 @@ fn decide(
     let verdict = match verdict {
         Err(_) => {
             let message = format!(
-                "{}: the mutation did not finish within the request timeout of {:?}",
+                "{}: the mutation did not finish within the request timeout of {}",
                 identity(request),
-                state.request_timeout
+                crate::gardener::duration::text(state.request_timeout)
             );
             return (
                 Outcome::Timeout,
-                AdmissionResponse::deny(uid, 504, "Timeout", message).into(),
+                denial(uid, 504, "Timeout", message).into(),
             );
         }
         Ok(Err(_panic)) => {
@@ -484,7 +511,7 @@ fn decide(
             let message = format!("{}: {denial}", identity(request));
             (
                 Outcome::Denied,
-                AdmissionResponse::deny(uid, denial.code(), denial.reason(), message).into(),
+                self::denial(uid, denial.code(), denial.reason(), message).into(),
             )
         }
         Ok(Verdict::Patched(patch)) => {
@@ -513,8 +540,20 @@ fn internal_error(request: &AdmissionRequest, cause: &str) -> (Outcome, Answer) 
     let message = format!("{}: {cause}; see the scion log", identity(request));
     (
         Outcome::Error,
-        AdmissionResponse::deny(&request.uid, 500, "InternalError", message).into(),
+        denial(&request.uid, 500, "InternalError", message).into(),
     )
+}
+
+/// An AdmissionReview denial; its message becomes the request's log `reason`.
+fn denial(uid: &str, code: u16, reason: &str, message: String) -> AdmissionResponse {
+    tracing::Span::current().record("reason", message.as_str());
+    AdmissionResponse::deny(uid, code, reason, message)
+}
+
+/// An HTTP-level refusal; its message becomes the request's log `reason`.
+fn refused(outcome: Outcome, error: ApiError) -> (Outcome, Response) {
+    tracing::Span::current().record("reason", error.message.as_str());
+    (outcome, error.into_response())
 }
 
 #[cfg(test)]

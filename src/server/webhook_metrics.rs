@@ -48,13 +48,13 @@ impl WebhookFamilies {
         let requests = Family::<WebhookCodeLabels, Counter>::default();
         registry.register(
             "controller_runtime_webhook_requests",
-            "Total number of admission requests by HTTP status code.",
+            "Total number of admission requests by HTTP status code",
             requests.clone(),
         );
         let in_flight = Family::<WebhookLabel, Gauge>::default();
         registry.register(
             "controller_runtime_webhook_requests_in_flight",
-            "Current number of admission requests being served.",
+            "Current number of admission requests being served",
             in_flight.clone(),
         );
         let latency = Family::<WebhookLabel, Histogram, fn() -> Histogram>::new_with_constructor(

@@ -195,7 +195,10 @@ fn read_file(path: &Path, max_bytes: u64) -> FileResult {
         for item in items {
             match decode_object(item) {
                 Ok(DecodedObject::Ignored { api_version, kind }) => {
-                    tracing::debug!(path = %path.display(), %api_version, %kind, "ignoring object of a kind scion does not use");
+                    problems.push(at(format!(
+                        "{kind} ({api_version}) is not a kind scion reads ({}); ignored",
+                        super::objects::KINDS_READ
+                    )));
                 }
                 Ok(DecodedObject::MalformedCluster(e)) => {
                     problems.push(at(e.to_string()));

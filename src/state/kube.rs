@@ -83,7 +83,11 @@ impl KubeState {
         let config = watcher::Config::default().page_size(self.options.page_size);
         let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
         let mut relist: Option<HashMap<String, Entry>> = None;
+        let mut errors = WatchErrors::new("Clusters");
         while let Some(event) = stream.next().await {
+            if event.is_ok() {
+                errors.ok();
+            }
             match event {
                 Ok(Event::Init) => relist = Some(HashMap::new()),
                 Ok(Event::InitApply(cluster)) => {
@@ -108,7 +112,9 @@ impl KubeState {
                         self.write().remove(&name);
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "Cluster watch failed; retrying"),
+                Err(e) => {
+                    errors.failed(describe_watch(&e));
+                }
             }
         }
     }
@@ -240,8 +246,8 @@ impl KubeState {
             Ok(Ok(found)) => Ok(found),
             Ok(Err(e)) => Err(error(describe(&e))),
             Err(_) => Err(error(format!(
-                "no answer from the API server within {:?}",
-                self.options.get_timeout
+                "no answer from the API server within {}",
+                crate::gardener::duration::text(self.options.get_timeout)
             ))),
         }
     }
@@ -287,35 +293,7 @@ impl StateSource for KubeState {
     }
 }
 
-fn describe(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => {
-            let mut out = format!("API server answered {}", status.code);
-            // kube's stand-in reason when the body was not a Kubernetes Status
-            // (a proxy's HTML page, say): not worth repeating.
-            if !status.reason.is_empty() && status.reason != "Failed to parse error data" {
-                out.push_str(&format!(" {}", status.reason));
-            }
-            if !status.message.is_empty() {
-                out.push_str(&format!(": {}", truncate(&status.message, 300)));
-            }
-            out
-        }
-        other => other.to_string(),
-    }
-}
-
-/// At most `max` bytes of `text` (on a character boundary), marked when cut.
-fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
+use crate::gardener::api_error::{WatchErrors, describe, describe_watch};
 
 fn secret_data(secret: Secret) -> ObjectData {
     ObjectData::Secret {

@@ -215,6 +215,9 @@ impl Document {
     }
 }
 
+/// The kinds an objects directory holds, for messages.
+pub const KINDS_READ: &str = "Cluster, ControlPlane, Secret, ConfigMap, BackupBucket";
+
 /// One decoded object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DecodedObject {

@@ -9,11 +9,13 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use futures::FutureExt as _;
 
+use crate::controller::StopSignal;
+
 use crate::controller::extension::metrics::ControllerMetrics;
 use crate::controller::health::{Caches, HealthChecks};
 use crate::controller::heartbeat::Heartbeat;
 use crate::controller::{
-    self, ControlPlaneActuator, ControlPlaneReconciler, StopSignal, controlplane, extension,
+    self, ControlPlaneActuator, ControlPlaneReconciler, controlplane, extension,
 };
 use crate::deploy::{self, Extension};
 use crate::profile::ccm::ConfigDelivery;
@@ -47,7 +49,7 @@ pub async fn open_state(
             let (objects, problems) = ObjectsDir::load(dir)
                 .with_context(|| format!("cannot read the objects directory {}", dir.display()))?;
             for problem in &problems {
-                tracing::warn!(%problem, "objects directory: file skipped");
+                tracing::warn!(%problem, "objects directory: not read");
             }
             // The watcher task runs for the life of the process.
             drop(
@@ -116,84 +118,133 @@ impl LeaderWork {
     }
 
     /// Hold the Lease of the extension and run the work while leading (at
-    /// once and until shutdown without leader election).
+    /// once and until shutdown without leader election). Returns `Ok` on
+    /// shutdown only; an error means the leader work cannot go on, and the
+    /// caller fails liveness.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + Sync + 'static,
     ) -> anyhow::Result<()> {
         let Some(lease) = &self.lease else {
             tracing::info!("leader election disabled: running the leader work now");
+            let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = ended.clone();
+            let shutdown = async move {
+                shutdown.await;
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            };
             self.lead(Box::pin(shutdown)).await;
+            if !ended.load(std::sync::atomic::Ordering::SeqCst) {
+                anyhow::bail!("the leader work ended before shutdown");
+            }
             return Ok(());
         };
-        let (name, namespace) = (lease.name.clone(), lease.namespace.clone());
+        let election = controller::LeaderElection::new(&lease.name, &lease.namespace);
         let work = Arc::new(self);
-        controller::run_while_leading(
-            work.client.clone(),
-            &name,
-            &namespace,
-            shutdown,
-            move |stop| {
-                let work = work.clone();
-                async move { work.lead(stop).await }
-            },
-        )
+        controller::run_while_leading(work.client.clone(), &election, shutdown, move |stop| {
+            let work = work.clone();
+            async move { work.lead(stop).await }
+        })
         .await
-        .context("leader election failed")
+        .context("leader election")
     }
 
+    /// Run every part of the leader work until `stop` resolves. When one part
+    /// ends before, the others are stopped and this returns at once: a
+    /// leader whose controller died must not keep the Lease.
     async fn lead(&self, stop: StopSignal) {
         let stop = stop.shared();
-        let mut tasks = Vec::new();
+        let (ended_tx, ended_rx) = tokio::sync::oneshot::channel::<()>();
+        let ended = ended_rx.shared();
+        // Every part stops on the leader's signal or when another part ended.
+        let part_stop = {
+            let (stop, ended) = (stop.clone(), ended.clone());
+            move || -> StopSignal {
+                let (stop, ended) = (stop.clone(), ended.clone());
+                Box::pin(async move {
+                    tokio::select! {
+                        () = stop => {}
+                        _ = ended => {}
+                    }
+                })
+            }
+        };
+        let mut tasks: Vec<(&'static str, tokio::task::JoinHandle<()>)> = Vec::new();
         if let Some(ctx) = self.controller.clone() {
             tracing::info!("starting the ControlPlane controller");
             let (store_tx, store_rx) = tokio::sync::oneshot::channel();
-            tasks.push(tokio::spawn(extension::run(
-                ctx,
-                move |store| {
-                    let _ = store_tx.send(store);
-                },
-                stop.clone(),
-            )));
+            tasks.push((
+                "the ControlPlane controller",
+                tokio::spawn(extension::run(
+                    ctx,
+                    move |store| {
+                        let _ = store_tx.send(store);
+                    },
+                    part_stop(),
+                )),
+            ));
             if let Some(health) = self.health.clone()
                 && let Ok(store) = store_rx.await
             {
-                tracing::info!(period = ?health.period, "starting the health checks");
+                tracing::info!(period = %crate::gardener::duration::text(health.period), "starting the health checks");
                 let (caches, driver) =
-                    Caches::start(&self.client, store, &health.managed_resources, stop.clone());
-                tasks.push(tokio::spawn(driver));
-                tasks.push(tokio::spawn(health.run(caches, stop.clone())));
+                    Caches::start(&self.client, store, &health.managed_resources, part_stop());
+                tasks.push(("the health-check caches", tokio::spawn(driver)));
+                tasks.push((
+                    "the health checks",
+                    tokio::spawn(health.run(caches, part_stop())),
+                ));
             }
         }
         if let Some(heartbeat) = self.heartbeat.clone() {
             tracing::info!(lease = %format!("{}/{}", heartbeat.namespace, controller::heartbeat::LEASE_NAME), "starting the heartbeat");
-            tasks.push(tokio::spawn(heartbeat.run(stop.clone())));
+            tasks.push(("the heartbeat", tokio::spawn(heartbeat.run(part_stop()))));
         }
         if self.manage_certs {
-            let (client, ext, stop) = (self.client.clone(), self.extension.clone(), stop.clone());
-            tasks.push(tokio::spawn(async move {
-                deploy::certs::keep_certificates(
-                    &client,
-                    &ext,
-                    deploy::certs::CertTiming::default(),
-                    stop,
-                )
-                .await;
-            }));
+            let (client, ext, stop) = (self.client.clone(), self.extension.clone(), part_stop());
+            tasks.push((
+                "the webhook certificates",
+                tokio::spawn(async move {
+                    deploy::certs::keep_certificates(
+                        &client,
+                        &ext,
+                        deploy::certs::CertTiming::default(),
+                        stop,
+                    )
+                    .await;
+                }),
+            ));
         }
-        if let Some(ca_file) = &self.register_webhook {
-            deploy::keep_registered(
-                &self.client,
-                &self.extension,
-                ca_file,
-                deploy::RegistrationTiming::default(),
-                stop.clone(),
-            )
-            .await;
+        if let Some(ca_file) = self.register_webhook.clone() {
+            let (client, ext, stop) = (self.client.clone(), self.extension.clone(), part_stop());
+            tasks.push((
+                "the webhook registration",
+                tokio::spawn(async move {
+                    deploy::keep_registered(
+                        &client,
+                        &ext,
+                        &ca_file,
+                        deploy::RegistrationTiming::default(),
+                        stop,
+                    )
+                    .await;
+                }),
+            ));
         }
-        for task in tasks {
-            if let Err(err) = task.await {
-                tracing::warn!(error = %err, "leader task ended abnormally");
+        let mut ended_tx = Some(ended_tx);
+        let mut running: futures::stream::FuturesUnordered<_> = tasks
+            .into_iter()
+            .map(|(name, task)| async move { (name, task.await) })
+            .collect();
+        while let Some((name, result)) = futures::StreamExt::next(&mut running).await {
+            let stopping = stop.clone().now_or_never().is_some();
+            if let Err(error) = result {
+                tracing::error!(part = name, %error, "a part of the leader work ended abnormally");
+            } else if !stopping && ended_tx.is_some() {
+                tracing::error!(part = name, "a part of the leader work ended by itself");
+            }
+            if !stopping && let Some(tx) = ended_tx.take() {
+                let _ = tx.send(());
             }
         }
     }
@@ -239,6 +290,7 @@ pub fn health_checks(
     state: Arc<dyn StateSource>,
     reconciler: &ControlPlaneReconciler,
     period: std::time::Duration,
+    concurrency: usize,
 ) -> Arc<HealthChecks> {
     let mut managed_resources = Vec::new();
     if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
@@ -255,5 +307,6 @@ pub fn health_checks(
         deployments: vec![controlplane::CCM_DEPLOYMENT.to_string()],
         managed_resources,
         now: controller::extension::status::now_rfc3339,
+        concurrency,
     })
 }

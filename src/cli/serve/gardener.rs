@@ -21,6 +21,19 @@ pub struct GoExtensionFlags {
     /// Port of the HTTPS webhook listener (sets the port of --listen).
     #[arg(long, env = "SCION_WEBHOOK_CONFIG_SERVER_PORT", value_name = "PORT")]
     pub webhook_config_server_port: Option<u16>,
+    /// Address of the HTTPS webhook listener (sets the IP of --listen).
+    #[arg(long, env = "SCION_WEBHOOK_CONFIG_SERVER_HOST", value_name = "IP")]
+    pub webhook_config_server_host: Option<std::net::IpAddr>,
+    /// The Service port in the webhook configuration. scion's Service
+    /// listens on 443, so only 443 (or Go's 0: "the server port's") is accepted.
+    #[arg(long, env = "SCION_WEBHOOK_CONFIG_SERVICE_PORT", value_name = "PORT", value_parser = parse_service_port)]
+    pub webhook_config_service_port: Option<u16>,
+    /// The Gardener version gardenlet runs (`gardener.version`); logged at start.
+    #[arg(long, env = "SCION_GARDENER_VERSION", value_name = "VERSION")]
+    pub gardener_version: Option<String>,
+    /// ControlPlanes whose health condition is written at the same time.
+    #[arg(long, env = "SCION_HEALTHCHECK_MAX_CONCURRENT_RECONCILES", value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    pub healthcheck_max_concurrent_reconciles: u16,
     /// How the webhook configuration reaches the server; scion registers its
     /// webhooks by Service, so only `service` is accepted.
     #[arg(long, env = "SCION_WEBHOOK_CONFIG_MODE", value_name = "MODE", default_value = "service", value_parser = ["service"])]
@@ -49,12 +62,46 @@ pub struct GoExtensionFlags {
     /// Webhooks not to register (cloudprovider, controlplane, seedprovider; `*` for all).
     #[arg(long, env = "SCION_DISABLE_WEBHOOKS", value_name = "LIST", value_delimiter = ',', num_args = 0..=1, default_value = "")]
     pub disable_webhooks: Vec<String>,
+    /// The Go extensions' feature gates, `Name=true|false,…`. scion implements
+    /// none of them; each given one is logged at start as having no effect.
+    #[arg(long, env = "SCION_FEATURE_GATES", value_name = "GATES", value_delimiter = ',', value_parser = parse_gate)]
+    pub feature_gates: Vec<(String, bool)>,
     /// Kubernetes API requests per second, sustained.
     #[arg(long, env = "SCION_KUBE_API_QPS", value_name = "QPS", default_value_t = 100.0, value_parser = parse_qps)]
     pub kube_api_qps: f64,
     /// Kubernetes API requests allowed in a burst above the QPS.
     #[arg(long, env = "SCION_KUBE_API_BURST", value_name = "N", default_value_t = 130, value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_api_burst: u32,
+}
+
+/// One `Name=bool` of `--feature-gates`, as component-base reads it.
+fn parse_gate(value: &str) -> Result<(String, bool), String> {
+    let (name, on) = value
+        .split_once('=')
+        .ok_or_else(|| format!("{value:?} is not Name=true or Name=false"))?;
+    let on = match on.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "t" => true,
+        "false" | "0" | "f" => false,
+        _ => {
+            return Err(format!(
+                "{value:?}: the value of a feature gate is true or false"
+            ));
+        }
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{value:?} has no gate name"));
+    }
+    Ok((name.to_owned(), on))
+}
+
+fn parse_service_port(value: &str) -> Result<u16, String> {
+    match value.parse::<u16>() {
+        Ok(port @ (0 | 443)) => Ok(port),
+        _ => Err(format!(
+            "{value:?}: scion's Service serves the webhook on port 443, so the webhook configuration names 443 (or 0)"
+        )),
+    }
 }
 
 fn parse_qps(value: &str) -> Result<f64, String> {
@@ -185,6 +232,24 @@ mod tests {
         let f = parse(&["--ignore-operation-annotation=false"]).unwrap();
         assert!(!f.ignore_operation_annotation);
         assert!(parse(&["--webhook-config-mode=url"]).is_err());
+        assert!(parse(&["--webhook-config-service-port=443"]).is_ok());
+        let gates = parse(&["--feature-gates=MTUCustomizer=true,B=false"]).unwrap();
+        assert_eq!(
+            gates.feature_gates,
+            [("MTUCustomizer".to_owned(), true), ("B".to_owned(), false)]
+        );
+        assert!(parse(&["--feature-gates=MTUCustomizer"]).is_err());
+        assert!(parse(&["--feature-gates=A=yes"]).is_err());
+        let port = parse(&["--webhook-config-service-port=8443"])
+            .unwrap_err()
+            .to_string();
+        assert!(port.contains("port 443"), "{port}");
+        assert_eq!(
+            parse(&["--healthcheck-max-concurrent-reconciles=7"])
+                .unwrap()
+                .healthcheck_max_concurrent_reconciles,
+            7
+        );
         assert!(parse(&["--kube-api-qps=0"]).is_err());
         assert!(parse(&["--controlplane-max-concurrent-reconciles=0"]).is_err());
     }

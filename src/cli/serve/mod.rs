@@ -19,11 +19,11 @@ use futures::FutureExt as _;
 
 use super::certs::CertArgs;
 use super::logging::{self, LogArgs};
+use super::provider::ProviderArgs;
 use crate::admission::Mutator;
 use crate::controller::extension::metrics::ControllerMetrics;
 use crate::deploy::Extension;
 use crate::mutation::WebhookMutator;
-use crate::profile::BUILTIN_PROVIDERS;
 use crate::profile::{ImageVector, Profile};
 use crate::server::{self, Metrics, Readiness, ServerConfig};
 use crate::state::StateSource;
@@ -33,17 +33,8 @@ use components::LeaderWork;
 /// Run the mutating admission webhook.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Built-in provider profile (required unless --profile is given).
-    #[arg(
-        long,
-        env = "SCION_PROVIDER",
-        value_name = "NAME",
-        required_unless_present = "profile"
-    )]
-    pub provider: Option<String>,
-    /// A provider profile file instead of a built-in one.
-    #[arg(long, env = "SCION_PROFILE", value_name = "FILE")]
-    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// Read Cluster, Secret and ConfigMap objects from this directory instead of a cluster.
     #[arg(long, env = "SCION_OBJECTS_DIR", value_name = "DIR")]
     pub objects_dir: Option<PathBuf>,
@@ -166,15 +157,7 @@ impl ServeArgs {
     /// Checks clap cannot express: a provider name must be built in unless a
     /// profile file is given.
     pub fn validate(&self) -> Result<(), String> {
-        if self.profile.is_none()
-            && let Some(provider) = &self.provider
-            && !BUILTIN_PROVIDERS.contains(&provider.as_str())
-        {
-            return Err(format!(
-                "unknown provider {provider:?} for --provider: built-in providers are {}; use --profile FILE for another",
-                BUILTIN_PROVIDERS.join(", ")
-            ));
-        }
+        self.provider.validate()?;
         if self.request_timeout.is_zero() {
             return Err("--request-timeout must be above zero".into());
         }
@@ -222,25 +205,6 @@ impl ServeArgs {
             ..defaults
         }
     }
-}
-
-/// The provider profile: `--profile FILE`, else the built-in of `--provider`.
-fn load_profile(args: &ServeArgs) -> anyhow::Result<Profile> {
-    let profile = match (&args.profile, &args.provider) {
-        (Some(path), _) => Profile::load(path)?,
-        (None, Some(provider)) => Profile::builtin(provider)?,
-        (None, None) => anyhow::bail!("--provider or --profile is required"),
-    };
-    if let Some(provider) = &args.provider
-        && *provider != profile.provider
-    {
-        anyhow::bail!(
-            "--provider {provider:?} does not match the provider {:?} of {}",
-            profile.provider,
-            profile.source
-        );
-    }
-    Ok(profile)
 }
 
 /// The mutator behind `POST /controlplane`: the engine over the profile and
@@ -351,6 +315,7 @@ fn leader_work(
             state.clone(),
             ctx,
             args.healthcheck_sync_period,
+            usize::from(args.go.healthcheck_max_concurrent_reconciles),
         )),
         _ => None,
     };
@@ -428,16 +393,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = shutdown_signal()
         .context("cannot install the signal handlers")?
         .shared();
-    tracing::info!(
-        provider = args.provider.as_deref().unwrap_or(""),
-        profile = ?args.profile,
-        objects_dir = ?args.objects_dir,
-        version = env!("CARGO_PKG_VERSION"),
-        "starting scion serve"
-    );
+    start_line(&args);
     let readiness = Readiness::new();
     let metrics = Metrics::new();
-    let profile = load_profile(&args)?;
+    let profile = args.provider.profile()?;
     let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
     let limit = components::ClientLimit {
         qps: args.go.kube_api_qps,
@@ -458,11 +417,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &metrics,
     )?
     .map(|work| {
-        let shutdown = shutdown.clone();
+        let (shutdown, liveness) = (shutdown.clone(), readiness.clone());
         tokio::spawn(async move {
-            if let Err(err) = work.run(shutdown).await {
-                tracing::error!(error = %format!("{err:#}"), "leader work stopped");
-            }
+            // A panic in the election is a failure like any other.
+            let outcome = std::panic::AssertUnwindSafe(work.run(shutdown))
+                .catch_unwind()
+                .await;
+            let reason = match outcome {
+                Ok(Ok(())) => return,
+                Ok(Err(err)) => format!("{err:#}"),
+                Err(_) => "the leader election panicked".to_owned(),
+            };
+            liveness.fail_liveness("leader-election", reason);
         })
     });
     // Managed certificates: wait for the first copy (the leader, maybe this
@@ -497,6 +463,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The first line of `serve`: what it runs with. Unset options are left out
+/// (tracing records no field for `None`), paths are written as paths.
+fn start_line(args: &ServeArgs) {
+    for (gate, on) in &args.go.feature_gates {
+        tracing::warn!(
+            gate = gate.as_str(),
+            enabled = *on,
+            "feature gate has no effect: scion implements none of the Go extensions' feature gates (they belong to the infrastructure, worker, backup and seed parts scion does not run)"
+        );
+    }
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let (profile, objects_dir) = (path(&args.provider.profile), path(&args.objects_dir));
+    tracing::info!(
+        provider = args.provider.provider.as_deref(),
+        profile = profile.as_deref(),
+        objects_dir = objects_dir.as_deref(),
+        state = if args.objects_dir.is_some() {
+            "objects directory"
+        } else {
+            "Kubernetes API"
+        },
+        gardener_version = args.go.gardener_version.as_deref(),
+        version = env!("CARGO_PKG_VERSION"),
+        "starting scion serve"
+    );
 }
 
 /// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so

@@ -186,7 +186,7 @@ impl ControllerMetrics {
         );
         registry.register(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes.",
+            "How long in seconds processing an item from workqueue takes",
             work_duration.clone(),
         );
         let retries = Family::<QueueLabels, Counter>::default();

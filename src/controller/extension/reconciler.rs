@@ -38,6 +38,7 @@ use super::operation::{
 };
 use super::{Actuator, Extension, Outcome, status};
 use crate::controller::{Error, RECONCILIATION_TIMEOUT};
+use crate::gardener::api_error::{WatchErrors, describe_watch};
 use crate::gardener::{Cluster, ShootContext};
 use crate::state::StateSource;
 
@@ -435,7 +436,7 @@ pub fn error_policy<K: Extension, A: Actuator<K>>(
     ctx: Arc<Reconciler<K, A>>,
 ) -> Action {
     let delay = ctx.current_delay(&key(obj.as_ref()));
-    tracing::warn!(object = %key(obj.as_ref()), error = %err, ?delay, "reconcile failed, requeueing");
+    tracing::warn!(object = %key(obj.as_ref()), error = %err, retry_in = %crate::gardener::duration::text(delay), "reconcile failed, requeueing");
     Action::requeue(delay)
 }
 
@@ -477,13 +478,25 @@ pub async fn run<K: Extension, A: Actuator<K>>(
         .with_config(controller::Config::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            match result {
-                Ok((obj, action)) => tracing::debug!(object = %obj, ?action, "reconciled"),
-                Err(controller::Error::ObjectNotFound(obj)) => {
-                    tracing::debug!(object = %obj, "object gone")
+        .for_each({
+            let mut errors = WatchErrors::new(K::CONTROLLER);
+            move |result| {
+                match result {
+                    Ok((obj, _action)) => {
+                        errors.ok();
+                        tracing::debug!(object = %obj, "reconciled")
+                    }
+                    Err(controller::Error::ObjectNotFound(obj)) => {
+                        tracing::debug!(object = %obj, "object gone")
+                    }
+                    // Logged once by `error_policy`, with the retry delay.
+                    Err(controller::Error::ReconcilerFailed(..)) => {}
+                    Err(controller::Error::QueueError(e)) => {
+                        errors.failed(describe_watch(&e));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "controller failed"),
                 }
-                Err(e) => tracing::warn!(error = %e, "reconcile failed"),
+                futures::future::ready(())
             }
         })
         .await;

@@ -1,0 +1,147 @@
+//! `--provider NAME` and `--profile FILE`: one definition for every
+//! subcommand, so a mistake gets the same answer everywhere. An unknown
+//! provider is a usage error (exit code 2, clap's layout) from each command;
+//! `--profile FILE` works wherever `--provider` does, and then `--provider`,
+//! if given too, must name the profile's provider.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::profile::{BUILTIN_PROVIDERS, Profile};
+
+/// The provider a command works for.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProviderArgs {
+    /// Built-in provider: alicloud, aws, azure, gcp or openstack (required
+    /// unless --profile is given).
+    #[arg(
+        long,
+        env = "SCION_PROVIDER",
+        value_name = "NAME",
+        required_unless_present = "profile"
+    )]
+    pub provider: Option<String>,
+    /// A provider profile file instead of a built-in one (the same schema as
+    /// the built-in profiles).
+    #[arg(long, env = "SCION_PROFILE", value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+}
+
+/// The answer to an unknown `--provider`, the same from every subcommand.
+pub fn unknown_provider(provider: &str) -> String {
+    format!(
+        "unknown provider {provider:?} for --provider: the built-in providers are {}; for another cloud give its profile with --profile FILE",
+        BUILTIN_PROVIDERS.join(", ")
+    )
+}
+
+impl ProviderArgs {
+    /// For a command that runs a profile (`serve`, `mutate`, `render`,
+    /// `check`): without `--profile`, `--provider` must be built in. The
+    /// message is a usage error's (see [`crate::cli::main`]).
+    pub fn validate(&self) -> Result<(), String> {
+        match (&self.profile, &self.provider) {
+            (None, Some(provider)) if !BUILTIN_PROVIDERS.contains(&provider.as_str()) => {
+                Err(unknown_provider(provider))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// For a command that installs scion (`manifests`, `registration`,
+    /// `images`): the Deployment runs `serve --provider <p>` with the
+    /// profiles built into the image, so the provider must be built in,
+    /// however it is named.
+    pub fn validate_builtin(&self) -> Result<(), String> {
+        self.validate()?;
+        if self.profile.is_some() {
+            let provider = self.profile().map_err(|e| format!("{e:#}"))?.provider;
+            if !BUILTIN_PROVIDERS.contains(&provider.as_str()) {
+                return Err(format!(
+                    "the profile's provider {provider:?} is not built into scion: an installation runs `serve --provider <p>` with the built-in profiles ({})",
+                    BUILTIN_PROVIDERS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile: `--profile FILE`, else the built-in of `--provider`;
+    /// with both, they must agree.
+    pub fn profile(&self) -> anyhow::Result<Profile> {
+        let profile = match (&self.profile, &self.provider) {
+            (Some(path), _) => Profile::load(path)?,
+            (None, Some(provider)) => Profile::builtin(provider)?,
+            (None, None) => anyhow::bail!("--provider or --profile is required"),
+        };
+        if let Some(provider) = &self.provider
+            && *provider != profile.provider
+        {
+            anyhow::bail!(
+                "--provider {provider:?} does not match the provider {:?} of {}",
+                profile.provider,
+                profile.source
+            );
+        }
+        Ok(profile)
+    }
+
+    /// The provider's name: `--provider`, else the profile's.
+    pub fn name(&self) -> anyhow::Result<String> {
+        match &self.provider {
+            Some(provider) => Ok(provider.clone()),
+            None => Ok(self.profile()?.provider),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(provider: Option<&str>, profile: Option<&str>) -> ProviderArgs {
+        ProviderArgs {
+            provider: provider.map(String::from),
+            profile: profile.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn an_unknown_provider_is_refused_unless_a_profile_names_it() {
+        assert!(args(Some("aws"), None).validate().is_ok());
+        let err = args(Some("vsphere"), None).validate().unwrap_err();
+        assert_eq!(err, unknown_provider("vsphere"));
+        assert!(
+            err.contains("\"vsphere\"") && err.contains("--profile FILE"),
+            "{err}"
+        );
+        assert!(args(Some("vsphere"), Some("p.yaml")).validate().is_ok());
+        // An installation needs a built-in provider even with a profile.
+        let err = args(Some("vsphere"), None).validate_builtin().unwrap_err();
+        assert!(err.contains("unknown provider"), "{err}");
+    }
+
+    #[test]
+    fn a_profile_and_a_provider_must_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("aws.yaml");
+        std::fs::write(&path, "provider: vsphere\n").unwrap();
+        let custom = ProviderArgs {
+            provider: None,
+            profile: Some(path.clone()),
+        };
+        assert_eq!(custom.name().unwrap(), "vsphere");
+        let err = custom.validate_builtin().unwrap_err();
+        assert!(err.contains("\"vsphere\" is not built into scion"), "{err}");
+        let both = ProviderArgs {
+            provider: Some("aws".into()),
+            profile: Some(path),
+        };
+        let err = both.profile().unwrap_err().to_string();
+        assert!(
+            err.contains("does not match the provider \"vsphere\""),
+            "{err}"
+        );
+    }
+}

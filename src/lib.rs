@@ -5,6 +5,7 @@
 //!
 //! | module | what it is |
 //! |---|---|
+//! | [`budget`] | the deadline and memory allowance of the request being answered, set by the server, checked by the codecs and the decoder |
 //! | [`gardener`] | the Gardener and Kubernetes types: every group/version/kind once, the `Cluster`'s shoot context, `ControlPlane` |
 //! | [`gocompat`] | the Go-compatibility codecs: Go quoting and JSON, yaml.v2's emitter, the kubelet configuration, go-systemd units |
 //! | [`profile`] | the provider profile file: rules, the `ccm:` section, the one condition language and version syntax |
@@ -26,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod budget;
 pub mod ccm;
 pub mod checksum;
 pub mod cli;

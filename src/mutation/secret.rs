@@ -20,7 +20,8 @@ pub const AZURE_TENANT_SP_LABEL: (&str, &str) = (
     "tenant-service-principal-secret",
 );
 
-/// The Secret's `data`, decoded.
+/// The Secret's `data`, decoded. Values are bytes, as Go's `[]byte`: what
+/// is not UTF-8 stays as it is (issue 27), and no message repeats a value.
 struct Data {
     map: Map<String, Value>,
 }
@@ -32,23 +33,26 @@ impl Data {
             Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
                 .decode(s)
                 .map(Some)
-                .map_err(|e| format!("data key {key:?} is not base64: {e}")),
-            Some(_) => Err(format!("data key {key:?} is not a string")),
+                .map_err(|_| format!("field data.{key} must be base64")),
+            Some(_) => Err(format!("field data.{key} must be a string")),
         }
     }
 
-    fn text(&self, key: &str) -> Result<Option<String>, String> {
-        Ok(self
-            .get(key)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    fn set(&mut self, key: &str, value: &str) {
+        self.set_bytes(key, value.as_bytes());
     }
 
-    fn set(&mut self, key: &str, value: &str) {
+    fn set_bytes(&mut self, key: &str, value: &[u8]) {
         self.map.insert(
             key.to_string(),
             Value::String(base64::engine::general_purpose::STANDARD.encode(value)),
         );
     }
+}
+
+/// `parts` joined, as Go's `fmt.Sprintf("%s", string(bytes))` keeps bytes.
+fn concat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
 }
 
 /// What the Secret webhook needs besides the Secret.
@@ -74,28 +78,54 @@ fn is_workload_identity(secret: &Value, provider: &str) -> bool {
         == Some(provider)
 }
 
-/// The `config` key decoded (YAML or JSON) as a map.
+/// The `config` key decoded (YAML or JSON) as a map, as Go's strict
+/// decoder reads it (yaml.v2, a duplicate key refused). Errors never repeat
+/// the config's text: it is a Secret's value.
 fn wi_config(data: &Data) -> Result<Map<String, Value>, String> {
-    let Some(text) = data.text("config")? else {
+    let Some(bytes) = data.get("config")? else {
         return Err("cloudprovider secret is missing a 'config' data key".into());
     };
-    match serde_saphyr::from_str::<Value>(&text) {
+    let fail = |why: String| format!("could not decode 'config' as WorkloadIdentityConfig: {why}");
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| fail("yaml: the value is not valid UTF-8".into()))?;
+    match crate::gocompat::yamltojson::to_json(text, true) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!(
-            "could not decode 'config' as WorkloadIdentityConfig: not a map but {other}"
-        )),
-        Err(e) => Err(format!(
-            "could not decode 'config' as WorkloadIdentityConfig: {e}"
+        Ok(other) => Err(fail(format!(
+            "json: cannot unmarshal {} into Go value of type WorkloadIdentityConfig",
+            json_kind(&other)
+        ))),
+        Err(e) => Err(fail(e.without_input())),
+    }
+}
+
+/// The JSON type name Go's errors use.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A string field of the WorkloadIdentityConfig: absent or null is empty;
+/// another type is refused as Go's decoder refuses it (issue 27: `roleARN:
+/// 12345` wrote an empty `role_arn=`).
+fn field<'m>(map: &'m Map<String, Value>, key: &str) -> Result<&'m str, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!(
+            "could not decode 'config' as WorkloadIdentityConfig: json: cannot unmarshal {} into Go struct field WorkloadIdentityConfig.{key} of type string",
+            json_kind(other)
         )),
     }
 }
 
-fn field<'m>(map: &'m Map<String, Value>, key: &str) -> &'m str {
-    map.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn required(data: &Data, key: &str) -> Result<String, String> {
-    data.text(key)?
+fn required(data: &Data, key: &str) -> Result<Vec<u8>, String> {
+    data.get(key)?
         .ok_or_else(|| format!("could not mutate cloudprovider secret as {key:?} field is missing"))
 }
 
@@ -127,7 +157,7 @@ pub fn ensure(
         CredentialsFlavour::Aws => {
             if is_workload_identity(secret, "aws") {
                 let config = wi_config(&data)?;
-                let role = field(&config, "roleARN").to_string();
+                let role = field(&config, "roleARN")?.to_string();
                 data.set("roleARN", &role);
                 data.set("workloadIdentityTokenFile", TOKEN_FILE);
                 data.set(
@@ -137,18 +167,30 @@ pub fn ensure(
             } else {
                 let id = required(&data, "accessKeyID")?;
                 let key = required(&data, "secretAccessKey")?;
-                data.set(
+                let region = format!("\nregion={region}");
+                data.set_bytes(
                     "credentialsFile",
-                    &format!("[default]\naws_access_key_id={id}\naws_secret_access_key={key}\nregion={region}"),
+                    &concat(&[
+                        b"[default]\naws_access_key_id=",
+                        &id,
+                        b"\naws_secret_access_key=",
+                        &key,
+                        region.as_bytes(),
+                    ]),
                 );
             }
         }
         CredentialsFlavour::Alicloud => {
             let id = required(&data, "accessKeyID")?;
             let secret_key = required(&data, "accessKeySecret")?;
-            data.set(
+            data.set_bytes(
                 "credentialsFile",
-                &format!("[default]\ntype = access_key\naccess_key_id = {id}\naccess_key_secret = {secret_key}"),
+                &concat(&[
+                    b"[default]\ntype = access_key\naccess_key_id = ",
+                    &id,
+                    b"\naccess_key_secret = ",
+                    &secret_key,
+                ]),
             );
         }
         CredentialsFlavour::Openstack => {
@@ -227,13 +269,15 @@ pub fn ensure(
                 "credentialsConfig",
                 &crate::gocompat::json::marshal(&Value::Object(reduced)),
             );
-            data.set("projectID", field(&config, "projectID"));
+            let project = field(&config, "projectID")?.to_string();
+            data.set("projectID", &project);
         }
         CredentialsFlavour::Azure => {
             if is_workload_identity(secret, "azure") {
                 let config = wi_config(&data)?;
                 for key in ["clientID", "tenantID", "subscriptionID"] {
-                    data.set(key, field(&config, key));
+                    let value = field(&config, key)?.to_string();
+                    data.set(key, &value);
                 }
                 data.set("workloadIdentityTokenFile", TOKEN_FILE);
             } else {
@@ -246,28 +290,31 @@ pub fn ensure(
                     .iter()
                     .filter(|s| match s {
                         ObjectData::Secret { data: Some(d), .. } => {
-                            d.get("tenantID").map(Vec::as_slice) == Some(tenant.as_bytes())
+                            d.get("tenantID").map(Vec::as_slice) == Some(tenant.as_slice())
                         }
                         _ => false,
                     })
                     .collect();
                 let sp = match matching.as_slice() {
+                    // Go names the tenant id; it is a value of the Secret,
+                    // which no answer repeats.
                     [] => {
-                        return Err(format!(
-                            "found no service principal secrets matching to tenant id {tenant:?}"
-                        ));
+                        return Err(
+                            "found no service principal secrets matching to the Secret's tenant id"
+                                .into(),
+                        );
                     }
                     [one] => one,
                     _ => {
-                        return Err(format!(
-                            "found more than one service principal matching to tenant id {tenant:?}"
-                        ));
+                        return Err(
+                            "found more than one service principal matching to the Secret's tenant id"
+                                .into(),
+                        );
                     }
                 };
                 if let ObjectData::Secret { data: Some(d), .. } = sp {
                     for key in ["clientID", "clientSecret"] {
-                        let value = d.get(key).map(|v| String::from_utf8_lossy(v).into_owned());
-                        data.set(key, value.as_deref().unwrap_or_default());
+                        data.set_bytes(key, d.get(key).map_or(&[][..], Vec::as_slice));
                     }
                 }
             }
@@ -483,7 +530,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err,
-            "found no service principal secrets matching to tenant id \"t2\""
+            "found no service principal secrets matching to the Secret's tenant id"
         );
         assert_eq!(
             ensure(

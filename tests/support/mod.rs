@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod controller;
 pub mod deploy;
+pub mod hostile;
 pub mod mutation;
 pub mod server;
 pub mod state;

@@ -227,7 +227,7 @@ fn hostile_inputs(c: &mut Criterion) {
     let cases: Vec<(&str, [usize; 3], Build)> = vec![
         (
             "hostile_unit_sections",
-            [50_000, 100_000, 200_000],
+            [25_000, 50_000, 100_000],
             hostile::many_sections,
         ),
         ("hostile_unit_long_lines_first", [250, 500, 1_000], |n| {
@@ -235,7 +235,7 @@ fn hostile_inputs(c: &mut Criterion) {
         }),
         (
             "hostile_kubelet_config_bytes",
-            [1_250_000, 2_500_000, 5_000_000],
+            [500_000, 1_000_000, 2_000_000],
             hostile::big_kubelet_config,
         ),
         (

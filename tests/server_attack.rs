@@ -777,16 +777,31 @@ async fn what_a_request_would_build_is_refused_beyond_its_memory_share() {
         "{:?}",
         started.elapsed()
     );
-    // A 5 MB kubelet configuration fits its share and is answered.
+    // A 1 MB kubelet configuration fits its share and is answered; a 5 MB
+    // one does not (its codec would hold about 20 MB).
     let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
         .await
         .unwrap();
+    let (status, _, body) = conn
+        .review(support::hostile::big_kubelet_config(1_000_000))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["allowed"], true);
     let (status, _, body) = conn
         .review(support::hostile::big_kubelet_config(5_000_000))
         .await
         .unwrap();
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(response_of(&body)["allowed"], true);
+    let response = response_of(&body);
+    assert_eq!(response["status"]["code"], 400, "{response}");
+    assert!(
+        response["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("needs more memory than the request's allowance of 16 MiB"),
+        "{response}"
+    );
 }
 
 #[tokio::test]

@@ -65,9 +65,10 @@ const PROBE_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The default cap on admission requests in flight.
 pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 64;
 /// What one mutation's counted structures may take at most (see
-/// [`crate::budget`] and `docs/security.md`).
+/// [`crate::budget`] and `docs/security.md`; `--mutation-memory`).
 pub const DEFAULT_MUTATION_MEMORY: usize = 16 * 1024 * 1024;
-/// What all running mutations' counted structures may take together.
+/// What all running mutations' counted structures may take together
+/// (`--mutation-memory-total`).
 pub const DEFAULT_MUTATION_MEMORY_TOTAL: usize = 48 * 1024 * 1024;
 
 /// Everything the server needs to know; the CLI fills it from `scion serve`.

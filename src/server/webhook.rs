@@ -396,18 +396,10 @@ async fn handle(
                     deadline: Some((deadline - margin).into_std()),
                     memory: allowance,
                 };
-                let answered = crate::budget::run(budget, || {
-                    answer(
-                        &state,
-                        path,
-                        &bytes,
-                        deadline - margin,
-                        &runtime,
-                        decoded_tx,
-                    )
-                });
                 let body_bytes = bytes.len();
-                drop(bytes);
+                let answered = crate::budget::run(budget, || {
+                    answer(&state, path, bytes, deadline - margin, &runtime, decoded_tx)
+                });
                 super::trim::after_job(body_bytes);
                 answered
             })
@@ -481,12 +473,17 @@ fn review_response(answer: AdmissionResponse, version: ReviewVersion) -> Respons
 fn answer(
     state: &WebhookState,
     path: Option<&str>,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     mutate_deadline: Instant,
     runtime: &tokio::runtime::Handle,
     decoded: oneshot::Sender<Decoded>,
 ) -> (Outcome, Response) {
-    let request = match state.mutator.decode(bytes) {
+    let decoded_request = state.mutator.decode(&bytes);
+    // The request owns what it needs: the body's memory goes before the
+    // mutation builds anything.
+    let body_len = bytes.len();
+    drop(bytes);
+    let request = match decoded_request {
         Ok(request) => request,
         Err(ReviewError::Exhausted(why @ Exhausted::Memory { .. })) => {
             return refused(
@@ -494,9 +491,8 @@ fn answer(
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!(
-                        "{why} ({}; the request body is {} bytes)",
-                        memory_rule(state),
-                        bytes.len()
+                        "{why} ({}; the request body is {body_len} bytes)",
+                        memory_rule(state)
                     ),
                 ),
             );
@@ -625,13 +621,18 @@ fn decide(
         }
         Ok(Verdict::Patched(patch)) => {
             let ops = patch.0.len();
-            match serde_json::to_vec(&patch) {
+            // Each copy of a large patch goes as soon as the next exists.
+            let json = serde_json::to_vec(&patch);
+            drop(patch);
+            match json {
                 Ok(json) => {
                     state.metrics.observe_patch(json.len());
+                    let response = AdmissionResponse::patched(uid, &json);
+                    drop(json);
                     (
                         Outcome::Patched,
                         Answer {
-                            response: AdmissionResponse::patched(uid, &json),
+                            response,
                             patch: Some(PatchInfo { ops }),
                         },
                     )

@@ -70,6 +70,10 @@ impl From<Exhausted> for OscError {
     }
 }
 
+/// Copies of the kubelet configuration's text the codec holds at most at
+/// once (see [`kubelet_config`]), counted against the request's budget.
+const KUBELET_COPIES: usize = 4;
+
 /// What the OSC phases need besides the object.
 pub struct OscContext<'a> {
     pub shoot: &'a ShootContext,
@@ -229,6 +233,8 @@ fn kubelet_unit(units: &mut Items<'_>, actions: &[&Action]) -> Result<(), OscErr
             }
         }
     }
+    // The unit written again is as long as the one read.
+    crate::budget::charge(content.len())?;
     let serialized = unit::serialize(&options);
     if serialized != content {
         drop(options);
@@ -292,6 +298,10 @@ fn kubelet_config(
         return set_data(files, i, encoded);
     }
     let bytes = decode_file(KUBELET_CONFIG, encoding, data, "kubelet configuration")?;
+    // What the codec makes of the text at most at once: the decoded tree,
+    // its normalised copy, the YAML written and its encoding (measured: a
+    // 5 MB configuration peaked at 99.5 MiB before this was counted).
+    crate::budget::charge(KUBELET_COPIES * bytes.len())?;
     let text = String::from_utf8(bytes)
         .map_err(|_| failed("could not decode kubelet configuration: not UTF-8".into()))?;
     let mut config = kubelet::decode(&text, ctx.kubelet_library).map_err(|e| match e {
@@ -337,7 +347,9 @@ fn sysctl_file(files: &mut Items<'_>, actions: &[&Action]) -> Result<(), OscErro
         "kubernetes general configuration",
     )?;
     // Bytes, not text: Go's strings keep what is not UTF-8, and so does the
-    // file (a b64 file may hold any bytes).
+    // file (a b64 file may hold any bytes). The new text and its encoding
+    // are counted with the decoded one.
+    crate::budget::charge(3 * bytes.len())?;
     let mut text = bytes;
     for action in actions {
         if let Action::Sysctl(s) = action {

@@ -2178,7 +2178,8 @@ async fn kubelet_memo_case(ctx: Arc<Ctx>) -> Report {
 /// one request, 4.4 GiB for eight); 50,000 files, eight at once, 811 MiB.
 async fn files_case(ctx: Arc<Ctx>, name: &'static str) -> Report {
     let mut report = Report::new(name);
-    let (sizes, build): ([usize; 3], fn(usize) -> Vec<u8>) = if name == "tiny-files" {
+    type Build = fn(usize) -> Vec<u8>;
+    let (sizes, build): ([usize; 3], Build) = if name == "tiny-files" {
         ([212_500, 425_000, 850_000], hostile::tiny_files)
     } else {
         ([12_500, 25_000, 50_000], hostile::ordinary_files)

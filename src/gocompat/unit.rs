@@ -245,12 +245,10 @@ fn is_comment(c: char) -> bool {
     c == '#' || c == ';'
 }
 
-/// `bytes.TrimSpace`.
-fn trim_space(b: &[u8]) -> &[u8] {
-    match std::str::from_utf8(b) {
-        Ok(s) => s.trim().as_bytes(),
-        Err(_) => b.trim_ascii(),
-    }
+/// `bytes.TrimSpace` of a line of the unit: its text between two positions
+/// the lexer stopped at, which are never inside a character.
+fn trim_space(text: &str, start: usize, end: usize) -> &str {
+    text[start..end].trim()
 }
 
 enum Step<'a> {
@@ -338,12 +336,12 @@ impl<'a> Lexer<'a> {
             }
             Step::SectionSuffix(section) => {
                 let (start, end, _) = to_eol(buf);
-                let garbage = trim_space(&buf.input[start..end]);
+                let garbage = trim_space(self.text, start, end);
                 if !garbage.is_empty() {
                     // go-systemd names l.section, which it never sets.
                     return syntax(format!(
                         "found garbage after section name : {}",
-                        go_quote_bytes(garbage)
+                        go_quote_bytes(garbage.as_bytes())
                     ));
                 }
                 Some(Step::NextSectionOrOption(section))
@@ -402,7 +400,7 @@ impl<'a> Lexer<'a> {
             } => {
                 let (line_start, line_end, eof) = to_eol(buf);
                 let line = &buf.input[line_start..line_end];
-                if !trim_space(line).is_empty() {
+                if !trim_space(self.text, line_start, line_end).is_empty() {
                     // The value so far ends where this line starts: its
                     // first line right after `=`, a continued one after
                     // the line break the continuation kept.
@@ -449,15 +447,24 @@ fn go_quote_bytes(b: &[u8]) -> String {
 pub fn serialize(options: &[UnitOption<'_>]) -> String {
     // Each option's section by first appearance, then the options grouped
     // by it, stably (a counting sort: linear).
-    let mut ids: HashMap<&str, u32> = HashMap::new();
+    // Options of one section mostly follow each other: the index is asked
+    // only when the section changes (a randomly keyed fast hash: the
+    // section names are the client's).
+    let mut ids: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
     let mut names: Vec<&str> = Vec::new();
+    let mut last: Option<(&str, u32)> = None;
     let section_of: Vec<u32> = options
         .iter()
-        .map(|o| {
-            *ids.entry(o.section).or_insert_with(|| {
-                names.push(o.section);
-                (names.len() - 1) as u32
-            })
+        .map(|o| match last {
+            Some((section, id)) if section == o.section => id,
+            _ => {
+                let id = *ids.entry(o.section).or_insert_with(|| {
+                    names.push(o.section);
+                    (names.len() - 1) as u32
+                });
+                last = Some((o.section, id));
+                id
+            }
         })
         .collect();
     let mut starts = vec![0u32; names.len() + 1];

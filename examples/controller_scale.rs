@@ -216,7 +216,9 @@ async fn main() -> anyhow::Result<()> {
         snapshot.insert_object(&namespace(i), "cloudprovider", support::aws_static_secret());
     }
     let state: Arc<dyn scion::state::StateSource> = Arc::new(snapshot);
-    let spec = scion::profile::Profile::builtin("aws")?.ccm()?.clone();
+    let spec = scion::profile::Profile::builtin("aws")?
+        .control_plane()?
+        .clone();
     let actuator = ControlPlaneActuator::new(client.clone(), state.clone(), "aws", Arc::new(spec));
     let ctx = Arc::new(ControlPlaneReconciler::new(client, state, "aws", actuator));
 

@@ -8,17 +8,18 @@
 //! | [`budget`] | the deadline and memory allowance of the request being answered, set by the server, checked by the codecs and the decoder |
 //! | [`gardener`] | the Gardener and Kubernetes types: every group/version/kind once, the `Cluster`'s shoot context, `ControlPlane` |
 //! | [`gocompat`] | the Go-compatibility codecs: Go quoting and JSON, yaml.v2's emitter, the kubelet configuration, go-systemd units |
-//! | [`profile`] | the provider profile file: rules, the `ccm:` section, the one condition language and version syntax |
+//! | [`providers`] | the built-in provider folders (profile, image vector, components, data files) and the one trait their Rust implements |
+//! | [`profile`] | the provider profile: rules, the control-plane components and their language, the one condition language and version syntax, the image vector |
 //! | [`patch`] | minimal, deterministic RFC 6902 diffs |
 //! | [`checksum`] | Gardener-compatible checksums of Secret and ConfigMap data (over [`gocompat`]) |
 //! | [`admission`] | the AdmissionReview wire model and the [`admission::Mutator`] seam |
 //! | [`decode`] | decoding a review, only as much of the object as a mutator reaches |
 //! | [`state`] | where the shoot context and Secrets come from: objects directory, Kubernetes API |
 //! | [`mutation`] | the engine that applies a profile to a control-plane object |
-//! | [`ccm`] | pure rendering of the cloud-controller-manager objects |
+//! | [`render`] | pure rendering of a provider's control-plane components for a ControlPlane |
 //! | [`managedresources`] | objects to ManagedResources and their Secrets, as Gardener writes them |
 //! | [`secrets`] | Gardener's secrets-manager conventions: the control-plane CA and the CCM serving certificate |
-//! | [`controller`] | the generic extension reconciler and the `ControlPlane` actuator (shell around [`ccm`]), health checks, heartbeat |
+//! | [`controller`] | the generic extension reconciler and the `ControlPlane` actuator (shell around [`render`]), health checks, heartbeat |
 //! | [`tls`] | certificates: generation, loading, live reload |
 //! | [`server`] | the HTTPS admission server, health and metrics listeners |
 //! | [`deploy`] | installation manifests and webhook registration |
@@ -28,7 +29,6 @@
 
 pub mod admission;
 pub mod budget;
-pub mod ccm;
 pub mod checksum;
 pub mod cli;
 pub mod controller;
@@ -40,6 +40,8 @@ pub mod managedresources;
 pub mod mutation;
 pub mod patch;
 pub mod profile;
+pub mod providers;
+pub mod render;
 pub mod secrets;
 pub mod server;
 pub mod state;

@@ -18,7 +18,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use scion::ccm::{self, RenderInput};
 use scion::cli::check::{Report, Verdict, check_seed};
 use scion::controller::controlplane::{self, SEED_MR, SHOOT_MR};
 use scion::deploy::Extension;
@@ -26,6 +25,7 @@ use scion::deploy::rbac::{self, check_cluster_role};
 use scion::managedresources::{self, Bundle, compare::secret_data};
 use scion::mutation::{Engine, Outcome, mutate_request};
 use scion::profile::{ImageVector, Profile};
+use scion::render::{self, RenderInput};
 use scion::secrets;
 use scion::state::ObjectsDir;
 use serde_json::{Value, json};
@@ -157,8 +157,8 @@ fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) ->
     let (cp, shoot, credentials) =
         scion::cli::render::load_render_inputs(dir.path(), namespace, "control-plane").unwrap();
     let profile = Profile::builtin("aws").unwrap();
-    let images = ImageVector::builtin_with_env_overwrite("aws").unwrap();
-    let rendered = ccm::render(
+    let images = ImageVector::builtin("aws").with_env_overwrite().unwrap();
+    let rendered = render::render(
         &RenderInput {
             cp: &cp,
             shoot: &shoot,
@@ -168,7 +168,7 @@ fn controller_bundles(namespace: &str, served: &[Value], server_secret: &str) ->
             images: &images,
             server_secret: Some(server_secret),
         },
-        profile.ccm().unwrap(),
+        profile.control_plane().unwrap(),
     )
     .unwrap();
     controlplane::bundles(namespace, &rendered).unwrap()
@@ -181,7 +181,7 @@ fn with_changed_flag(bundle: &Bundle) -> (Bundle, usize) {
     let mut objects = managedresources::decode(&data).unwrap();
     let deployment = objects
         .iter_mut()
-        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == ccm::CCM_NAME)
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == render::CCM_NAME)
         .unwrap();
     let command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
         .as_array_mut()
@@ -322,9 +322,29 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             );
         }
     }
+    // The Go extension, its healthcheck controller disabled: no warning.
+    lists.insert(
+        "/apis/apps/v1/deployments".to_owned(),
+        list(
+            "Deployment",
+            vec![go_extension(
+                "extension-provider-aws-go",
+                &["--disable-controllers=controlplane,healthcheck"],
+            )],
+        ),
+    );
     let (client, seen) = fake_api(objects, lists);
 
     let report = check_seed(client, &engine, None).await.unwrap();
+    assert!(
+        !report.findings.iter().any(|f| f.result == Verdict::Warning),
+        "{report:#?}"
+    );
+    assert_eq!(
+        report.exit_code(),
+        scion::cli::check::EXIT_DIFFERS,
+        "differs, and every object was read"
+    );
     let webhooks = ["Deployment", "Secret", "VerticalPodAutoscaler", "Etcd"];
     let by = |ns: &str| rows(&report, ns, &webhooks);
     assert_eq!(
@@ -383,7 +403,7 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
         seed_mr.changes,
         [format!(
             "changed Deployment {DIFFERING}/{} (/spec/template/spec/containers/0/command/{})",
-            ccm::CCM_NAME,
+            render::CCM_NAME,
             flag_index.unwrap()
         )],
         "{seed_mr:?}"
@@ -452,4 +472,386 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             "{request:?} not allowed by scion-check"
         );
     }
+}
+
+/// Issue 21: check reported "differs" on the machine-controller-manager
+/// Deployment scion's own webhook wrote, because the API server had stored
+/// the sidecar with its defaults (`terminationMessagePath`, …) and scion's
+/// answer to the stored object drops them again. Compared as stored, that is
+/// no change; a real one still is.
+#[tokio::test]
+async fn what_the_api_server_defaults_is_no_difference() {
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+    let sent = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "machine-controller-manager", "namespace": MATCHING,
+                     "labels": {"provider.extensions.gardener.cloud/mutated-by-controlplane-webhook": "true"}},
+        "spec": {"selector": {"matchLabels": {"role": "machine-controller-manager"}},
+                 "template": {"metadata": {"labels": {"role": "machine-controller-manager"}},
+                              "spec": {"containers": [{"name": "machine-controller-manager",
+                                                       "image": "registry.example/mcm:v0.62.1"}]}}},
+    });
+    let written = mutated(&engine, &sent).await;
+    let containers = written["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(containers.len(), 2, "the sidecar: {written}");
+    assert!(containers[1].get("terminationMessagePath").is_none());
+    // what the API server stores
+    let mut stored = written.clone();
+    scion::gardener::defaults::apply(&mut stored);
+    stored["metadata"]["resourceVersion"] = json!("42");
+    stored["metadata"]["uid"] = json!("0b0c");
+    let answered = mutated(&engine, &stored).await;
+    assert_ne!(
+        answered, stored,
+        "scion's raw answer to the stored object drops the defaults (the wolf)"
+    );
+    assert_eq!(
+        scion::cli::check::stored_changes(&stored, &answered),
+        Vec::<String>::new()
+    );
+    // a real difference: the stored sidecar lacks a flag scion sets
+    let mut drifted = stored.clone();
+    drifted["spec"]["template"]["spec"]["containers"][1]["args"]
+        .as_array_mut()
+        .unwrap()
+        .pop();
+    let answered = mutated(&engine, &drifted).await;
+    let changes = scion::cli::check::stored_changes(&drifted, &answered);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(
+        changes[0].starts_with("add /spec/template/spec/containers/1/args/"),
+        "{changes:?}"
+    );
+}
+
+/// The Go extension's Deployment as its chart renders it, with `flags`.
+fn go_extension(namespace: &str, flags: &[&str]) -> Value {
+    let mut command = vec![
+        "/gardener-extension-provider-aws".to_string(),
+        "--config-file=/etc/gardener-extension-provider-aws/config/config.yaml".into(),
+    ];
+    command.extend(flags.iter().map(|f| f.to_string()));
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "gardener-extension-provider-aws", "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "gardener-extension-provider-aws", "image": "europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/provider-aws:v1.60.0",
+             "command": command}
+        ]}}},
+    })
+}
+
+/// Issue 25 item 3: the Go extension's healthcheck controller goes on writing
+/// `ControlPlaneHealthy` unless it is disabled; check tells when two would
+/// write it, from the Deployment's flags and from the ControlPlane's
+/// `managedFields`.
+#[test]
+fn two_writers_of_control_plane_healthy_are_warned_about() {
+    use scion::cli::check::{go_runs_healthcheck, second_condition_writer};
+    let cases: [(&[&str], Option<bool>); 6] = [
+        (&["--disable-controllers="], Some(true)),
+        (&["--disable-controllers=controlplane"], Some(true)),
+        (
+            &["--disable-controllers=controlplane,healthcheck"],
+            Some(false),
+        ),
+        (&["--disable-controllers", "healthcheck"], Some(false)),
+        (
+            &[
+                "--controllers=backupbucket,backupentry,dnsrecord",
+                "--disable-webhooks=\"*\"",
+            ],
+            Some(false),
+        ),
+        (&["--controllers=controlplane,healthcheck"], Some(true)),
+    ];
+    for (flags, want) in cases {
+        assert_eq!(
+            go_runs_healthcheck(&go_extension("extension-x", flags), "aws"),
+            want,
+            "{flags:?}"
+        );
+    }
+    let mut scaled_down = go_extension("extension-x", &[]);
+    scaled_down["spec"]["replicas"] = json!(0);
+    assert_eq!(go_runs_healthcheck(&scaled_down, "aws"), Some(false));
+    // scion's own Deployment (same name and label) is not the Go extension
+    let mut scion = go_extension("extension-x", &[]);
+    scion["spec"]["template"]["spec"]["containers"][0] =
+        json!({"name": "scion", "image": "scion:0.1.0", "args": ["serve", "--provider=aws"]});
+    assert_eq!(go_runs_healthcheck(&scion, "aws"), None);
+    assert_eq!(go_runs_healthcheck(&go_extension("x", &[]), "gcp"), None);
+
+    // managedFields: scion owns lastOperation, someone else the conditions
+    let cp = |conditions_by: &str| -> scion::gardener::ControlPlane {
+        serde_json::from_value(json!({
+            "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "ControlPlane",
+            "metadata": {"name": "cp", "namespace": "ns", "managedFields": [
+                {"manager": "scion", "operation": "Update", "subresource": "status", "time": "2026-11-20T10:00:00Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:lastOperation": {".": {}, "f:state": {}}, "f:observedGeneration": {}}}},
+                {"manager": conditions_by, "operation": "Update", "subresource": "status", "time": "2026-11-20T10:05:00Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}}}},
+            ]},
+            "spec": {"type": "aws", "region": "eu-west-1", "secretRef": {"name": "cloudprovider", "namespace": "ns"}},
+        }))
+        .unwrap()
+    };
+    assert_eq!(
+        second_condition_writer(&cp("gardener-extension-provider-aws")).as_deref(),
+        Some("gardener-extension-provider-aws")
+    );
+    assert_eq!(second_condition_writer(&cp("scion")), None);
+    // before the switch-over the Go extension writes both: no warning
+    let mut go_owned = cp("gardener-extension-provider-aws");
+    go_owned.metadata.managed_fields.as_mut().unwrap()[0].manager =
+        Some("gardener-extension-provider-aws".into());
+    assert_eq!(second_condition_writer(&go_owned), None);
+}
+
+/// scion's Deployment as its chart renders it, with `flags` after `serve`.
+fn scion_extension(namespace: &str, flags: &[&str]) -> Value {
+    let mut args = vec!["serve".to_string(), "--provider=aws".into()];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "gardener-extension-provider-aws", "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws", "app.kubernetes.io/part-of": "scion"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+            {"name": "scion", "image": "scion:0.1.0", "args": args}
+        ]}}},
+    })
+}
+
+/// The audit reports a Go extension that runs its healthcheck while scion
+/// runs its own as a warning row (exit 1); before scion's controllers run
+/// (webhooks-only stage: healthcheck disabled) the Go extension is the one
+/// writer and nothing is reported.
+#[tokio::test]
+async fn a_go_extension_running_its_healthcheck_beside_scions_is_a_warning_row() {
+    use scion::cli::check::scion_runs_healthcheck;
+    assert_eq!(
+        scion_runs_healthcheck(&scion_extension("e", &[]), "aws"),
+        Some(true)
+    );
+    assert_eq!(
+        scion_runs_healthcheck(
+            &scion_extension("e", &["--disable-controllers=controlplane,healthcheck"]),
+            "aws"
+        ),
+        Some(false)
+    );
+    assert_eq!(
+        scion_runs_healthcheck(&scion_extension("e", &["--controllers=none"]), "aws"),
+        Some(false)
+    );
+    assert_eq!(
+        scion_runs_healthcheck(&scion_extension("e", &[]), "gcp"),
+        None
+    );
+    assert_eq!(scion_runs_healthcheck(&go_extension("e", &[]), "aws"), None);
+
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+    let audit = |scion_flags: &'static [&'static str]| {
+        let engine = engine.clone();
+        async move {
+            let mut lists = BTreeMap::new();
+            lists.insert(
+                "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
+                list("Cluster", vec![]),
+            );
+            lists.insert(
+                "/apis/apps/v1/deployments".to_owned(),
+                list(
+                    "Deployment",
+                    vec![
+                        go_extension(
+                            "extension-provider-aws-go",
+                            &["--disable-controllers=controlplane"],
+                        ),
+                        scion_extension("extension-scion-provider-aws", scion_flags),
+                    ],
+                ),
+            );
+            let (client, _) = fake_api(BTreeMap::new(), lists);
+            check_seed(client, &engine, None).await.unwrap()
+        }
+    };
+    let report = audit(&[]).await;
+    assert_eq!(
+        rows(&report, "extension-provider-aws-go", &["Deployment"]),
+        [(
+            "Deployment",
+            "gardener-extension-provider-aws",
+            Verdict::Warning
+        )],
+        "{report:#?}"
+    );
+    assert!(
+        report.findings[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("healthcheck")
+    );
+    assert_eq!(report.exit_code(), scion::cli::check::EXIT_DIFFERS);
+    assert!(report.table().contains("warning"));
+    let staged = audit(&["--disable-controllers=controlplane,healthcheck"]).await;
+    assert!(staged.findings.is_empty(), "{staged:#?}");
+    assert_eq!(staged.exit_code(), scion::cli::check::EXIT_MATCHES);
+}
+
+/// `scion check` as a process: exit codes and what stderr says.
+fn scion_check(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scion"))
+        .arg("check")
+        .args(["--provider", "aws"])
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: seed\nclusters:\n- name: seed\n  cluster:\n    server: {server}\ncontexts:\n- name: seed\n  context:\n    cluster: seed\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_kubeconfig_or_context_that_cannot_be_used_is_exit_2() {
+    let (code, _, err) = scion_check(&["--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("could not audit: cannot read the kubeconfig /nonexistent/kubeconfig"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = kubeconfig(dir.path(), "http://127.0.0.1:9");
+    let (code, _, err) =
+        scion_check(&["--kubeconfig", path.to_str().unwrap(), "--context", "other"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("could not audit") && err.contains("other"),
+        "{err}"
+    );
+}
+
+/// Nothing listens: the Cluster watch's retries are bounded, and check says
+/// why it stopped. Progress goes to stderr.
+#[test]
+fn an_unreachable_api_server_stops_the_audit_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let path = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"));
+    let started = std::time::Instant::now();
+    let (code, out, err) = scion_check(&["--kubeconfig", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("listing the Clusters"), "progress: {err}");
+    assert!(
+        err.contains(
+            "could not audit: the API server is unreachable (5 failed connections in a row)"
+        ),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// The guard over the mock API: a 403 stops the audit at once with the
+/// reason; per-object read errors are "could not audit" too; a complete
+/// audit is 1 when something differs and 0 when all matches.
+#[tokio::test]
+async fn exit_codes_tell_differs_from_could_not_audit() {
+    use scion::cli::check::{
+        EXIT_DIFFERS, EXIT_MATCHES, EXIT_NOT_AUDITED, Finding, Guard, GuardLayer, Watch,
+        check_seed_with,
+    };
+    use tower_layer::Layer as _;
+    let engine = Engine::new(Profile::builtin("aws").unwrap());
+
+    // 403 on the Cluster list: stopped, with the reason, well before the 60 s sync bound.
+    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    tokio::spawn(async move {
+        while let Some((_, send)) = handle.next_request().await {
+            send.send_response(json_response(
+                StatusCode::FORBIDDEN,
+                &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403, "message": "clusters is forbidden"}),
+            ));
+        }
+    });
+    let guard = Arc::new(Guard::default());
+    let client = kube::Client::new(GuardLayer(guard.clone()).layer(service), "default");
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = lines.clone();
+    let watch = Watch {
+        progress: Box::new(move |l| seen.lock().unwrap().push(l.to_string())),
+        guard: Some(guard),
+    };
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        check_seed_with(client, &engine, None, &watch),
+    )
+    .await
+    .expect("stops at once")
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("403 Forbidden to GET /apis/extensions.gardener.cloud/v1alpha1/clusters")
+            && err.contains("scion check --print-rbac"),
+        "{err}"
+    );
+    assert_eq!(lines.lock().unwrap().as_slice(), ["listing the Clusters"]);
+
+    // Reports: the verdicts decide.
+    let finding = |result| Finding {
+        namespace: "ns".into(),
+        kind: "Deployment".into(),
+        name: "d".into(),
+        result,
+        changes: vec![],
+        message: None,
+    };
+    let report = |results: Vec<Verdict>, stopped: Option<&str>| Report {
+        provider: "aws".into(),
+        findings: results.into_iter().map(finding).collect(),
+        stopped: stopped.map(String::from),
+    };
+    assert_eq!(
+        report(vec![Verdict::Matches], None).exit_code(),
+        EXIT_MATCHES
+    );
+    for v in [Verdict::Differs, Verdict::Denied, Verdict::Missing] {
+        assert_eq!(
+            report(vec![Verdict::Matches, v], None).exit_code(),
+            EXIT_DIFFERS
+        );
+    }
+    assert_eq!(
+        report(vec![Verdict::Differs, Verdict::Error], None).exit_code(),
+        EXIT_NOT_AUDITED
+    );
+    let stopped = report(vec![Verdict::Matches], Some("forbidden"));
+    assert_eq!(stopped.exit_code(), EXIT_NOT_AUDITED);
+    assert!(stopped.table().contains("audit stopped early: forbidden"));
 }

@@ -62,11 +62,13 @@ fn profile_goes_wherever_provider_goes() {
         let longs: Vec<&str> = sub.get_arguments().filter_map(|a| a.get_long()).collect();
         if longs.contains(&"provider") {
             with_provider.push(sub.get_name().to_owned());
-            assert!(
-                longs.contains(&"profile"),
-                "{} has --provider but no --profile",
-                sub.get_name()
-            );
+            for other in ["profile", "provider-dir"] {
+                assert!(
+                    longs.contains(&other),
+                    "{} has --provider but no --{other}",
+                    sub.get_name()
+                );
+            }
         }
     }
     assert_eq!(
@@ -76,6 +78,7 @@ fn profile_goes_wherever_provider_goes() {
             "manifests",
             "mutate",
             "render",
+            "validate",
             "images",
             "check",
             "registration"
@@ -90,6 +93,7 @@ fn scion(args: &[&str]) -> (Option<i32>, String, String) {
         .env_remove("IMAGEVECTOR_OVERWRITE")
         .env_remove("SCION_PROVIDER")
         .env_remove("SCION_PROFILE")
+        .env_remove("SCION_PROVIDER_DIR")
         .output()
         .unwrap();
     (
@@ -102,8 +106,9 @@ fn scion(args: &[&str]) -> (Option<i32>, String, String) {
 #[test]
 fn an_unknown_provider_gets_the_same_answer_from_every_subcommand() {
     let want = scion::cli::provider::unknown_provider("vsphere");
-    let commands: [&[&str]; 7] = [
+    let commands: [&[&str]; 8] = [
         &["serve", "--provider", "vsphere"],
+        &["validate", "--provider", "vsphere"],
         &[
             "mutate",
             "--provider",
@@ -212,7 +217,8 @@ fn sample(placeholder: &str) -> String {
         "VERSION" => "1.120.0",
         "LIST" => "controlplane",
         "ADDR" => ":8080",
-        "service" => "service",
+        "service" | "MODE" => "service",
+        "HOST[:PORT]" => "127.0.0.1:9443",
         "LEVEL" => "info",
         "GATES" => "MTUCustomizer=true",
         "FORMAT" => "json",

@@ -3,8 +3,8 @@
 
 mod support;
 
-use scion::ccm::RenderInput;
 use scion::cli::render::{Delivery, Output, inputs_from_state, load_render_inputs, render_text};
+use scion::render::RenderInput;
 use scion::state::Snapshot;
 use serde_json::Value;
 use support::controller::*;
@@ -93,7 +93,7 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
             .expect("json parses");
     assert_eq!(json["kind"], "List");
     assert_eq!(json["items"].as_array().expect("items"), &docs);
-    let rendered = scion::ccm::render(&input, &spec).expect("renders");
+    let rendered = scion::render::render(&input, &spec).expect("renders");
     let want: Vec<&Value> = rendered.all().into_iter().map(|o| &o.object).collect();
     assert_eq!(docs.iter().collect::<Vec<_>>(), want);
 }
@@ -124,9 +124,10 @@ fn managed_resources_output_is_the_controllers_bundles() {
     )
     .expect("json parses");
     let items = json["items"].as_array().expect("items");
-    let rendered = scion::ccm::render(&input, &spec).expect("renders");
+    let rendered = scion::render::render(&input, &spec).expect("renders");
     let bundles = scion::controller::controlplane::bundles(NS, &rendered).expect("bundles");
-    let mut want = vec![cert, rendered.access_secret.object.clone()];
+    let mut want = vec![cert];
+    want.extend(rendered.access_secrets.iter().map(|o| o.object.clone()));
     for b in bundles {
         want.push(b.secret);
         want.push(b.managed_resource);

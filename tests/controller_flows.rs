@@ -254,29 +254,87 @@ async fn an_upgraded_scion_writes_nothing_until_a_reconcile_is_requested() {
     );
 }
 
+/// Issue 21: a spec change without `gardener.cloud/operation` waits for
+/// gardenlet (the shoot's maintenance window), as in Gardener's extensions.
+/// Every case of the predicates, through the reconciler and the fake API:
+/// the same process looking again (UPDATE) and a restarted one (CREATE).
 #[tokio::test]
-async fn a_generation_change_or_a_failed_last_operation_renders() {
+async fn only_gardeners_predicates_start_an_operation() {
     let shoot = shoot(&["IPv4"], false);
     let f = created(&shoot).await;
+    let renders = ["PATCH cp/status", "PATCH cp/status"];
+
+    // UPDATE: a new generation without the annotation: nothing.
     let mut cp = f.controlplane();
     cp.metadata.generation = Some(2);
     f.store(&cp);
     f.clear();
-    f.reconcile_stored().await.expect("reconciles");
-    assert_eq!(f.writes(), ["PATCH cp/status", "PATCH cp/status"]);
+    f.reconcile_stored().await.expect("settled");
+    assert_eq!(f.lines(), Vec::<String>::new(), "spec change, same process");
+
+    // CREATE (a restarted scion): the same, last operation Succeeded: nothing.
+    let restarted = || fake_with(state(shoot.clone()), "aws", Some(f.api.clone()), |_| {});
+    let g = restarted();
+    g.clear();
+    g.reconcile_stored().await.expect("settled");
+    assert_eq!(g.lines(), Vec::<String>::new(), "spec change, restarted");
+
+    // The annotation: rendered, the new generation observed.
+    g.store(&annotated(g.controlplane(), "reconcile"));
+    g.clear();
+    g.reconcile_stored().await.expect("reconciles");
     assert_eq!(
-        f.controlplane().status.expect("status").observed_generation,
+        g.writes(),
+        ["PATCH cp", "PATCH cp/status", "PATCH cp/status"]
+    );
+    assert_eq!(
+        g.controlplane().status.expect("status").observed_generation,
         Some(2)
     );
 
-    let mut cp = f.controlplane();
+    // UPDATE: a last operation that did not succeed (written by someone
+    // else; this process succeeded): nothing — Gardener passes it on CREATE only.
+    let mut cp = g.controlplane();
     if let Some(last) = cp.status.as_mut().and_then(|s| s.last_operation.as_mut()) {
         last.state = "Error".into();
     }
-    f.store(&cp);
-    f.clear();
-    f.reconcile_stored().await.expect("reconciles");
-    assert_eq!(f.writes(), ["PATCH cp/status", "PATCH cp/status"]);
+    g.store(&cp);
+    g.clear();
+    g.reconcile_stored().await.expect("settled");
+    assert_eq!(g.lines(), Vec::<String>::new(), "Error on an update");
+
+    // CREATE: a restart finds it not Succeeded: rendered.
+    let h = restarted();
+    h.clear();
+    h.reconcile_stored().await.expect("reconciles");
+    assert_eq!(h.writes(), renders, "Error on the first look");
+
+    // CREATE: no last operation at all: Create.
+    let i = restarted();
+    let mut cp = i.controlplane();
+    cp.status = None;
+    i.store(&cp);
+    i.clear();
+    i.reconcile_stored().await.expect("creates");
+    assert_eq!(i.writes(), renders, "no lastOperation");
+
+    // restore and migrate annotations are requests on any look.
+    for op in ["restore", "migrate"] {
+        let j = restarted();
+        j.reconcile_stored().await.expect("settled first");
+        j.store(&annotated(succeeded(j.controlplane()), op));
+        j.clear();
+        j.reconcile_stored().await.expect("operates");
+        assert!(
+            j.writes()
+                .iter()
+                .filter(|w| *w == "PATCH cp/status")
+                .count()
+                >= 2,
+            "{op}: {:?}",
+            j.writes()
+        );
+    }
 }
 
 /// `--ignore-operation-annotation`: a changed Cluster renders without a request.
@@ -297,6 +355,18 @@ async fn ignoring_the_operation_annotation_renders_on_every_change() {
     f.clear();
     f.reconcile_stored().await.expect("settled");
     assert_eq!(f.lines(), Vec::<String>::new(), "nothing changed since");
+    // A new generation without the annotation: rendered (GenerationChangedPredicate).
+    let mut cp = f.controlplane();
+    cp.metadata.generation = Some(2);
+    f.store(&cp);
+    f.clear();
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(
+        f.writes(),
+        ["PATCH cp/status", "PATCH cp/status"],
+        "new generation"
+    );
+    f.clear();
     // The Cluster moves (a new resource version): rendered again, unasked.
     let mut changed = shoot.clone();
     changed.resource_version = Some("8".into());
@@ -418,4 +488,25 @@ async fn a_hanging_api_server_ends_the_reconcile_at_the_timeout() {
         "{err}"
     );
     finish(server).await;
+}
+
+/// The reconciler's memory of objects (first look or not, the last
+/// operation) is bounded: an object not looked at for two resyncs and a
+/// reconcile bound (deleted, say) is forgotten.
+#[tokio::test(start_paused = true)]
+async fn the_memory_of_objects_gone_is_pruned() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = created(&shoot).await;
+    let other = {
+        let mut cp = f.controlplane();
+        cp.metadata.name = Some("other".into());
+        cp
+    };
+    controller::reconcile(Arc::new(other), f.ctx.clone())
+        .await
+        .expect("settled");
+    assert_eq!(f.ctx.remembered(), 2);
+    tokio::time::advance(Duration::from_secs(600 * 2 + 180)).await;
+    f.reconcile_stored().await.expect("settled");
+    assert_eq!(f.ctx.remembered(), 1, "only the one looked at since");
 }

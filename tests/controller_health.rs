@@ -101,6 +101,8 @@ impl World {
             managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
             now: ticking,
             concurrency: 5,
+            metrics: None,
+            warned: Default::default(),
         };
         World { f, checks }
     }
@@ -108,11 +110,10 @@ impl World {
     /// One pass over caches holding the stored ControlPlane and `deployments`
     /// and `mrs`; returns how many conditions were written.
     async fn pass(&self, deployments: Vec<Deployment>, mrs: &[ManagedResource]) -> usize {
-        let caches = Caches {
-            controlplanes: store_of(vec![self.f.controlplane()]),
-            deployments: store_of(deployments),
-            managed_resources: MRS
-                .iter()
+        let caches = Caches::synced(
+            store_of(vec![self.f.controlplane()]),
+            store_of(deployments),
+            MRS.iter()
                 .map(|name| {
                     let mine = mrs
                         .iter()
@@ -122,7 +123,7 @@ impl World {
                     (name.to_string(), store_of(mine))
                 })
                 .collect(),
-        };
+        );
         self.checks.pass(&caches).await
     }
 

@@ -90,6 +90,53 @@ async fn delete_waits_for_grm_in_gardeners_order_then_drops_the_finalizer() {
     }
 }
 
+/// Issue 21: "deleting a ControlPlane sometimes ends with a logged failure
+/// (`patch status … 404 NotFound`)". After the finalizer is released the
+/// controller runs once more on the object its cache still holds (the events
+/// of its own status patches queued it): with our finalizer, being deleted.
+#[tokio::test]
+async fn a_deletion_seen_again_from_a_stale_cache_is_no_failure() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = created(&shoot).await;
+    deleting(&f);
+    let stale = f.controlplane();
+    f.reconcile_stored().await.expect("deletes");
+    assert!(f.get(CP_PATH).is_none(), "the ControlPlane is gone");
+
+    // The same controller: it completed this deletion, nothing is requested.
+    f.clear();
+    let action = scion::controller::reconcile(std::sync::Arc::new(stale.clone()), f.ctx.clone())
+        .await
+        .expect("no failure");
+    assert_eq!(action, Action::requeue(Duration::from_secs(600)));
+    assert_eq!(f.lines(), Vec::<String>::new());
+
+    // A controller that did not do it (a new leader): its first patch finds
+    // the object gone, which ends the operation, not as a failure.
+    let other = fake_with(state(shoot.clone()), "aws", Some(f.api.clone()), |_| {});
+    other.clear();
+    let action = scion::controller::reconcile(std::sync::Arc::new(stale), other.ctx.clone())
+        .await
+        .expect("a 404 of the object itself is no failure");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(
+        other.lines().iter().map(|l| short(l)).collect::<Vec<_>>(),
+        ["PATCH cp/status"],
+        "one patch, no error status written, nothing retried"
+    );
+}
+
+/// The same for the finalizer patch, the operation's last call.
+#[tokio::test]
+async fn an_object_gone_before_the_finalizer_patch_is_no_failure() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = created(&shoot).await;
+    deleting(&f);
+    f.api.lock().unwrap().fail("PATCH", CP_PATH, 404);
+    let action = f.reconcile_stored().await.expect("no failure");
+    assert_eq!(action, Action::await_change());
+}
+
 #[tokio::test]
 async fn a_deletion_grm_cannot_finish_is_reported_with_grms_message_and_code() {
     let shoot = shoot(&["IPv4"], false);

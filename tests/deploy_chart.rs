@@ -1,15 +1,18 @@
-//! The Helm chart `charts/scion`, rendered by Helm's own template engine
-//! (Go text/template + sprig, see tests/support/chart.rs): with its default
-//! values it is `scion manifests` without the MutatingWebhookConfiguration
-//! (the leader registers that one), object for object and field for field,
-//! for every provider; every flag it passes is one `scion serve` accepts; the
-//! values gardenlet injects and the optional parts render as documented.
+//! The Helm chart `charts/scion`, rendered by the real `helm template` and
+//! checked by `helm lint` (the test bed's helm, see tests/support/chart.rs):
+//! with its default values it is `scion manifests` without the
+//! MutatingWebhookConfiguration (the leader registers that one), object for
+//! object and field for field, for every provider; every flag it passes is
+//! one `scion serve` accepts; the values gardenlet injects and the optional
+//! parts render as documented. That a real API server accepts what it
+//! renders is tests/deploy_e2e.rs.
 
-// Only the chart support: the test needs nothing else of tests/support.
-#[path = "support/chart.rs"]
-mod chart;
+#[path = "support/testbed/mod.rs"]
+mod testbed;
 
-use chart::{Rendered, render, try_render};
+use testbed::chart;
+
+use chart::{GARDENLET_VALUES, Rendered, render, try_render};
 use clap::Parser as _;
 use scion::deploy::{self, DEFAULT_IMAGE, Extension, InstallOptions, Manifest};
 use scion::profile::BUILTIN_PROVIDERS;
@@ -74,6 +77,34 @@ fn default_values_render_scion_manifests_without_the_webhook_configuration() {
             );
         }
     }
+}
+
+#[test]
+fn helm_lint_passes_with_the_default_and_gardenlets_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("gardenlet.yaml");
+    std::fs::write(&values, GARDENLET_VALUES).unwrap();
+    let chart = chart::chart_dir();
+    for extra in [
+        vec!["--set", "provider=aws"],
+        vec!["--values", values.to_str().unwrap()],
+    ] {
+        let mut args = vec!["lint", "--strict", chart.to_str().unwrap()];
+        args.extend(extra.iter().copied());
+        let out = chart::helm(&args);
+        assert!(
+            out.status.success(),
+            "helm {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // and lint is not vacuous: without the required value it fails
+    let out = chart::helm(&["lint", "--strict", chart.to_str().unwrap()]);
+    assert!(
+        !out.status.success(),
+        "helm lint accepts a chart without provider"
+    );
 }
 
 #[test]
@@ -173,37 +204,6 @@ fn every_flag_the_chart_passes_is_accepted_by_scion_serve() {
     let ann = &find(&docs, "Deployment")["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(ann["prometheus.io/port"], "9090");
 }
-
-/// The values gardenlet injects (reference §3.2), as it would for an aws seed.
-const GARDENLET_VALUES: &str = r#"
-provider: aws
-gardener:
-  version: v1.120.0
-  garden:
-    clusterIdentity: garden-1
-  gardenlet:
-    featureGates: {DefaultSeccompProfile: true, NewWorkerPoolHash: false}
-  seed:
-    name: aws-eu1
-    clusterIdentity: seed-aws-eu1
-    annotations: {}
-    labels: {seed.gardener.cloud/eu: "true"}
-    provider: aws
-    region: eu-west-1
-    volumeProvider: ""
-    volumeProviders: []
-    protected: false
-    visible: true
-    taints: []
-    networks: {nodes: 10.250.0.0/16, pods: 100.96.0.0/11, services: 100.64.0.0/13}
-    blockCIDRs: []
-    ingressDomain: ingress.aws-eu1.example.com
-    spec:
-      provider: {type: aws, region: eu-west-1}
-      networks: {nodes: 10.250.0.0/16, pods: 100.96.0.0/11, services: 100.64.0.0/13}
-      settings:
-        topologyAwareRouting: {enabled: true}
-"#;
 
 #[test]
 fn gardenlet_values_render_and_the_seed_settings_apply() {

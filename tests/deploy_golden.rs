@@ -46,7 +46,7 @@ fn checked_in_manifests_equal_the_command_output() {
 }
 
 #[test]
-fn kustomization_lists_the_crds_and_the_installation() {
+fn kustomization_lists_every_crd_and_the_installation() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
     #[derive(serde::Deserialize)]
     struct Kustomization {
@@ -56,14 +56,16 @@ fn kustomization_lists_the_crds_and_the_installation() {
     let text = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
     let k: Kustomization = serde_saphyr::from_str(&text).unwrap();
     assert_eq!(k.kind, "Kustomization");
-    assert_eq!(
-        k.resources,
-        [
-            "crds/extensions.gardener.cloud_controlplanes.yaml",
-            "crds/extensions.gardener.cloud_clusters.yaml",
-            "install.yaml"
-        ]
-    );
+    // every CRD of manifests/crds/ (what scion reads, writes and mutates),
+    // then the installation
+    let mut crds: Vec<String> = std::fs::read_dir(dir.join("crds"))
+        .unwrap()
+        .map(|e| format!("crds/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    crds.sort();
+    assert_eq!(crds.len(), 9, "{crds:?}");
+    crds.push("install.yaml".to_owned());
+    assert_eq!(k.resources, crds);
     // `kubectl apply -k manifests/` fails on a listed file that does not exist.
     for resource in &k.resources {
         assert!(
@@ -136,6 +138,8 @@ fn image_flag_and_env_reach_the_deployment() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("name: controlplane.openstack.extensions.gardener.cloud\n"));
+    assert!(text.contains("name: gardener-extension-provider-openstack\n"));
     assert!(text.contains("namespace: ext-os\n"));
+    // no --ca-file: no webhook configuration that could block writes
+    assert!(!text.contains("kind: MutatingWebhookConfiguration"));
 }

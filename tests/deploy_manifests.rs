@@ -54,9 +54,31 @@ fn every_manifest_round_trips_through_its_type_without_losing_fields() {
     }
 }
 
+/// Without a CA bundle no webhook configuration is printed: with an empty
+/// `caBundle` its `failurePolicy: Fail` entries would reject every matching
+/// write of gardenlet until the leader filled the bundle in.
+#[test]
+fn without_a_ca_bundle_no_webhook_configuration_can_block_writes() {
+    for provider in BUILTIN_PROVIDERS {
+        let objects = deploy::install_objects(&options(provider, None));
+        assert!(
+            !objects
+                .iter()
+                .any(|m| m.kind() == "MutatingWebhookConfiguration"),
+            "{provider}"
+        );
+        let text = deploy::render(&options(provider, None)).unwrap();
+        assert!(!text.contains("failurePolicy"), "{provider}");
+    }
+    // the Deployment registers it itself, with the bundle
+    let d = deployment("aws");
+    let args = d["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--register-webhook"), "{args}");
+}
+
 #[test]
 fn the_stream_splits_into_the_objects_in_apply_order() {
-    let opts = options("aws", None);
+    let opts = options("aws", Some(ca_pem()));
     let stream = deploy::render(&opts).unwrap();
     let kinds: Vec<&str> = deploy::split_documents(&stream)
         .into_iter()
@@ -427,7 +449,8 @@ fn yaml_1_1_scalars_are_quoted_for_kubectl() {
     // string; a provider or namespace with such a name must stay a string.
     for name in ["on", "no", "y", "off", "0x1", "1e3"] {
         let ext = Extension::new(name, name).unwrap();
-        let opts = InstallOptions::new(ext, DEFAULT_IMAGE, None).unwrap();
+        // with a CA bundle: the webhook configuration's selector is printed too
+        let opts = InstallOptions::new(ext, DEFAULT_IMAGE, Some(ca_pem())).unwrap();
         let stream = deploy::render(&opts).unwrap();
         assert!(
             stream.contains(&format!("  namespace: \"{name}\"\n")),

@@ -7,8 +7,10 @@
 //! registration claims only ControlPlane/<provider>, and the Pod Security
 //! level it declares is one the chart's pods meet.
 
-#[path = "support/chart.rs"]
-mod chart;
+#[path = "support/testbed/mod.rs"]
+mod testbed;
+
+use testbed::chart;
 
 use std::collections::BTreeMap;
 

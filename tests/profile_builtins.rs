@@ -1,9 +1,9 @@
-//! Every built-in profile loads and validates, its CCM section included, and
-//! uses only documented actions and condition keys.
+//! Every built-in profile loads and validates, its components included, and
+//! uses only documented actions, condition keys, values and filters.
 
 use std::collections::BTreeSet;
 
-use scion::profile::ccm::Arg;
+use scion::profile::component::{ROOTS, expr::FILTERS};
 use scion::profile::{BUILTIN_PROVIDERS, Profile};
 
 const SCHEMA_DOC: &str = include_str!("../docs/profiles.md");
@@ -17,11 +17,19 @@ fn all_five_providers_are_built_in() {
 }
 
 #[test]
-fn every_builtin_profile_has_a_valid_ccm_section() {
+fn every_builtin_profile_has_the_cloud_controller_manager_component() {
     for provider in BUILTIN_PROVIDERS {
         let profile = Profile::builtin(provider).unwrap();
-        let ccm = profile.ccm().unwrap();
-        assert!(ccm.validate().is_ok(), "{provider}");
+        let plane = profile.control_plane().unwrap();
+        assert_eq!(
+            plane.components[0].name, "cloud-controller-manager",
+            "{provider}"
+        );
+        assert_eq!(
+            plane.components[0].file,
+            format!("{provider}/components/cloud-controller-manager.yaml")
+        );
+        assert_eq!(plane.code.map(|c| c.0.name()), Some(*provider));
     }
 }
 
@@ -54,9 +62,9 @@ fn builtin_profiles_use_only_documented_actions_and_conditions() {
                 }
             }
         }
-        for arg in &p.ccm().unwrap().args {
-            if let Arg::Conditional { condition, .. } = arg {
-                condition.keys(&mut keys);
+        for component in &p.control_plane().unwrap().components {
+            for c in component.conditions() {
+                c.keys(&mut keys);
             }
         }
         for key in keys {
@@ -65,5 +73,22 @@ fn builtin_profiles_use_only_documented_actions_and_conditions() {
                 "{provider}: `{key}` is not documented in docs/profiles.md (profile schema)"
             );
         }
+    }
+}
+
+#[test]
+fn every_value_and_filter_of_the_component_language_is_documented() {
+    for (name, _) in ROOTS {
+        assert!(
+            SCHEMA_DOC.contains(&format!("| `{name}")),
+            "value `{name}` has no row in docs/profiles.md"
+        );
+    }
+    for (filter, _) in FILTERS {
+        let name = filter.split('(').next().unwrap_or(filter);
+        assert!(
+            SCHEMA_DOC.contains(&format!("| `{name}")),
+            "filter `{name}` has no row in docs/profiles.md"
+        );
     }
 }

@@ -60,7 +60,7 @@ fn render(provider: &str, delivery: Delivery) -> String {
     let profile = Profile::builtin(provider).expect("built-in profile");
     let images = ImageVector::builtin(provider);
     render_text(
-        &scion::ccm::RenderInput {
+        &scion::render::RenderInput {
             cp: &cp,
             shoot: &shoot,
             credentials: credentials.as_ref(),
@@ -69,7 +69,7 @@ fn render(provider: &str, delivery: Delivery) -> String {
             images: &images,
             server_secret: Some(SERVER_SECRET),
         },
-        profile.ccm().expect("ccm section"),
+        profile.control_plane().expect("components"),
         &[],
         delivery,
     )

@@ -23,8 +23,8 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
-    /// The engine over `profile` with these settings and the provider's
-    /// built-in image vector (with `IMAGEVECTOR_OVERWRITE` merged).
+    /// The engine over `profile` with these settings and the profile's image
+    /// vector (with `IMAGEVECTOR_OVERWRITE` merged).
     pub fn engine(&self, profile: Profile) -> anyhow::Result<Engine> {
         if let Some(capacity) = self
             .etcd_storage_capacity
@@ -34,7 +34,7 @@ impl EngineArgs {
             crate::gocompat::kubelet::canonical_quantity(capacity)
                 .map_err(|e| anyhow::anyhow!("--etcd-storage-capacity: {e}"))?;
         }
-        let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+        let images = super::provider::images(&profile)?;
         Ok(self.engine_with(profile, &images))
     }
 

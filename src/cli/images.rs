@@ -4,7 +4,6 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::profile::ImageVector;
 use crate::profile::imagevector::ImageSource;
 
 /// Flags of `scion images`.
@@ -30,7 +29,7 @@ pub fn run(args: &ImagesArgs, out: &mut dyn std::io::Write) -> anyhow::Result<()
     args.provider
         .validate_builtin()
         .map_err(anyhow::Error::msg)?;
-    let vector = ImageVector::builtin_with_env_overwrite(&args.provider.name()?)?;
+    let vector = super::provider::images(&args.provider.profile()?)?;
     let text = match args.output {
         ImagesOutput::Yaml => vector.to_yaml(),
         ImagesOutput::List => list(vector.entries()),
@@ -63,6 +62,7 @@ fn list<'a>(entries: impl Iterator<Item = &'a ImageSource>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::ImageVector;
 
     #[test]
     fn lists_every_ccm_minor_and_the_sidecar_of_a_provider() {
@@ -71,6 +71,7 @@ mod tests {
             &ImagesArgs {
                 provider: crate::cli::provider::ProviderArgs {
                     provider: Some("aws".into()),
+                    provider_dir: None,
                     profile: None,
                 },
                 output: ImagesOutput::List,
@@ -92,6 +93,7 @@ mod tests {
             &ImagesArgs {
                 provider: crate::cli::provider::ProviderArgs {
                     provider: Some("azure".into()),
+                    provider_dir: None,
                     profile: None,
                 },
                 output: ImagesOutput::Yaml,
@@ -105,6 +107,7 @@ mod tests {
             &ImagesArgs {
                 provider: crate::cli::provider::ProviderArgs {
                     provider: Some("vsphere".into()),
+                    provider_dir: None,
                     profile: None,
                 },
                 output: ImagesOutput::List,

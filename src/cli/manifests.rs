@@ -10,7 +10,8 @@ use clap::Args;
 use crate::deploy::{self, DEFAULT_IMAGE, Extension, InstallOptions};
 
 /// Print the installation manifests (ServiceAccount, RBAC, Service,
-/// Deployment, PodDisruptionBudget, MutatingWebhookConfiguration).
+/// Deployment, PodDisruptionBudget, VPA; the MutatingWebhookConfiguration
+/// with `--ca-file`).
 #[derive(Debug, Args)]
 pub struct ManifestsArgs {
     #[command(flatten)]
@@ -18,9 +19,11 @@ pub struct ManifestsArgs {
     /// Namespace the extension is installed into.
     #[arg(long, env = "SCION_NAMESPACE")]
     pub namespace: String,
-    /// PEM CA bundle that signs the serving certificate; written into the
-    /// webhook configuration's caBundle. Without it, caBundle is left empty for
-    /// the self-registration (`serve --register-webhook`) to fill.
+    /// PEM CA bundle that signs the serving certificate: the webhook
+    /// configuration is printed with it as caBundle. Without it no webhook
+    /// configuration is printed (its Fail policy would block every matching
+    /// write until a bundle is in); the leader registers it
+    /// (`serve --register-webhook`).
     #[arg(long, env = "SCION_CA_FILE")]
     pub ca_file: Option<PathBuf>,
     /// Container image of the Deployment.

@@ -13,6 +13,7 @@ pub mod provider;
 pub mod registration;
 pub mod render;
 pub mod serve;
+pub mod validate;
 
 use std::process::ExitCode;
 
@@ -38,8 +39,10 @@ pub enum Command {
     Manifests(manifests::ManifestsArgs),
     /// Mutate one object offline as the webhook would (print object or patch).
     Mutate(mutate::MutateArgs),
-    /// Print the cloud-controller-manager objects for a ControlPlane (dry run).
+    /// Print the objects of the provider's components for a ControlPlane (dry run).
     Render(render::RenderArgs),
+    /// Load and check a provider (folder, profile file or built-in): errors name the file, object and field.
+    Validate(validate::ValidateArgs),
     /// List the image vector of a provider (for relocating the images).
     Images(images::ImagesArgs),
     /// Audit a live seed read-only: what would scion change on each shoot's objects?
@@ -60,13 +63,14 @@ impl Command {
             Command::Manifests(args) => args.provider.validate_builtin(),
             Command::Registration(args) => args.provider.validate_builtin(),
             Command::Images(args) => args.provider.validate_builtin(),
+            Command::Validate(args) => args.provider.validate(),
             Command::Certs(_) => Ok(()),
         }
     }
 }
 
 /// One line for an error chain, skipping causes whose text the line already holds.
-fn one_line(err: &anyhow::Error) -> String {
+pub(crate) fn one_line(err: &anyhow::Error) -> String {
     let mut line = err.to_string();
     for cause in err.chain().skip(1) {
         let cause = cause.to_string();
@@ -92,8 +96,10 @@ pub fn main() -> ExitCode {
         Command::Manifests(args) => manifests::run(&args, &mut std::io::stdout().lock()),
         Command::Mutate(args) => mutate::run(args),
         Command::Render(args) => render::run(args),
+        Command::Validate(args) => validate::run(&args, &mut std::io::stdout().lock()),
         Command::Images(args) => images::run(&args, &mut std::io::stdout().lock()),
-        Command::Check(args) => check::run(&args, &mut std::io::stdout().lock()),
+        // check's exit codes tell "differs" (1) from "could not audit" (2).
+        Command::Check(args) => return check::main(&args),
         Command::Registration(args) => registration::run(&args, &mut std::io::stdout().lock()),
     };
     match result {

@@ -143,7 +143,7 @@ async fn explain(
         }
     }
     // The object after no rule, then after each matching rule in turn.
-    let images = crate::profile::ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let images = super::provider::images(profile)?;
     let mut stages = Vec::with_capacity(matched.len() + 1);
     for k in 0..=matched.len() {
         let mut partial = profile.clone();

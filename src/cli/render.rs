@@ -13,10 +13,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
-use crate::ccm::{self, RenderInput};
 use crate::gardener::ControlPlane;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
-use crate::profile::{CcmSpec, ImageVector};
+use crate::profile::ControlPlaneSpec;
+use crate::render::{self, RenderInput};
 use crate::state::{ObjectsDir, StateSource};
 
 /// Flags of `scion render`.
@@ -86,8 +86,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             args.objects_dir.display()
         );
     };
-    let spec = profile.ccm()?;
-    let images = ImageVector::builtin_with_env_overwrite(&provider)?;
+    let spec = profile.control_plane()?;
+    let images = super::provider::images(&profile)?;
     let certificates = ephemeral_certificates(&provider, &cp, &shoot)?;
     let text = render_text(
         &RenderInput {
@@ -145,11 +145,11 @@ pub struct Delivery {
 /// `certificates` are the secrets manager's Secrets, printed first.
 pub fn render_text(
     input: &RenderInput<'_>,
-    spec: &CcmSpec,
+    spec: &ControlPlaneSpec,
     certificates: &[serde_json::Value],
     delivery: Delivery,
 ) -> anyhow::Result<String> {
-    let rendered = ccm::render(input, spec).with_context(|| {
+    let rendered = render::render(input, spec).with_context(|| {
         format!(
             "rendering ControlPlane {}/{}",
             input.cp.namespace(),
@@ -158,7 +158,7 @@ pub fn render_text(
     })?;
     let mut objects: Vec<serde_json::Value> = certificates.to_vec();
     if delivery.managed_resources {
-        objects.push(rendered.access_secret.object.clone());
+        objects.extend(rendered.access_secrets.iter().map(|o| o.object.clone()));
         for bundle in crate::controller::controlplane::bundles(input.cp.namespace(), &rendered)? {
             objects.push(bundle.secret);
             objects.push(bundle.managed_resource);
@@ -168,8 +168,8 @@ pub fn render_text(
     }
     let refs: Vec<&serde_json::Value> = objects.iter().collect();
     Ok(match delivery.output {
-        Output::Yaml => ccm::to_yaml_stream(&refs).map_err(anyhow::Error::msg)?,
-        Output::Json => ccm::to_json_list(&refs),
+        Output::Yaml => render::to_yaml_stream(&refs).map_err(anyhow::Error::msg)?,
+        Output::Json => render::to_json_list(&refs),
     })
 }
 

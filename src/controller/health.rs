@@ -26,19 +26,44 @@
 //! at all; it writes only when status, reason, message or codes change (as
 //! Gardener's condition builder, which keeps `lastUpdateTime` otherwise), so a
 //! steady seed sees no writes. `lastTransitionTime` moves with the status.
+//!
+//! **Starting.** The loop waits for its own caches (Deployments,
+//! ManagedResources) through a signal of its own, set when each reflector
+//! sees its first complete list, and for the Cluster state to be synced. It
+//! never awaits `Store::wait_until_ready` of the controller's ControlPlane
+//! store: kube-runtime's readiness is a `futures` oneshot with **one** waker
+//! slot, and the controller's runner already waits on it, so a second waiter
+//! either never woke (the loop hung before its first pass, with nothing
+//! logged — issue 21's "health check often never starts") or stole the
+//! runner's wake-up. It needs no such wait: the reflector swaps a complete
+//! list into the store at once, so before that the store is empty and a pass
+//! checks nothing.
+//!
+//! **Failures show.** While a cache is not synced the loop says so every
+//! `2 × period` (with the watch error, if any); each watch error is logged
+//! when it changes; a ControlPlane without a Cluster is warned about once; a
+//! pass that panics is logged and the next one runs. [`HealthMetrics`]:
+//! `scion_healthcheck_running`, `scion_healthcheck_last_pass_timestamp_seconds`,
+//! `scion_healthcheck_writes_total{result}`, `scion_healthcheck_skipped_total{reason}`.
 
+use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt as _, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-
-use crate::gardener::api_error::WatchErrors;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use super::extension::Extension;
 use super::extension::operation;
@@ -69,15 +94,125 @@ pub struct HealthChecks {
     pub now: fn() -> String,
     /// Conditions written at once (`--healthcheck-max-concurrent-reconciles`, 5).
     pub concurrency: usize,
+    /// The loop's families; `None` records nothing.
+    pub metrics: Option<HealthMetrics>,
+    /// Namespaces whose ControlPlane had no Cluster (warned about once).
+    pub warned: Mutex<BTreeSet<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+/// What the health-check loop reports on `/metrics`, so that a loop that
+/// does not run, or stopped, shows (alert on
+/// `time() - max(scion_healthcheck_last_pass_timestamp_seconds) > 3 * period`:
+/// `max` picks the leader's).
+#[derive(Clone, Default)]
+pub struct HealthMetrics {
+    running: Gauge,
+    last_pass: Gauge<f64, AtomicU64>,
+    writes: Family<ResultLabel, Counter>,
+    skipped: Family<ReasonLabel, Counter>,
+}
+
+/// `result` of `scion_healthcheck_writes_total`.
+const WRITE_RESULTS: [&str; 4] = ["written", "gone", "conflict", "error"];
+
+impl HealthMetrics {
+    /// The families, registered in `registry` (every series at zero).
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = HealthMetrics::default();
+        registry.register(
+            "scion_healthcheck_running",
+            "1 while this replica runs the ControlPlaneHealthy loop (the leader), else 0",
+            m.running.clone(),
+        );
+        registry.register(
+            "scion_healthcheck_last_pass_timestamp_seconds",
+            "When the last ControlPlaneHealthy pass over every ControlPlane finished (Unix seconds; 0: never)",
+            m.last_pass.clone(),
+        );
+        registry.register(
+            "scion_healthcheck_writes",
+            "ControlPlaneHealthy condition writes by result: written, gone (the ControlPlane was deleted), conflict (a newer version; the next pass writes), error",
+            m.writes.clone(),
+        );
+        registry.register(
+            "scion_healthcheck_skipped",
+            "ControlPlanes a pass could not check, by reason (no_cluster: no Cluster for its namespace)",
+            m.skipped.clone(),
+        );
+        for result in WRITE_RESULTS {
+            let _ = m.writes.get_or_create(&ResultLabel { result });
+        }
+        let _ = m.skipped.get_or_create(&ReasonLabel {
+            reason: "no_cluster",
+        });
+        m
+    }
+
+    fn wrote(&self, result: &'static str) {
+        self.writes.get_or_create(&ResultLabel { result }).inc();
+    }
 }
 
 /// The caches the checks read.
 #[derive(Clone)]
 pub struct Caches {
+    /// The controller's ControlPlane store (never awaited: see the module doc).
     pub controlplanes: Store<ControlPlane>,
     pub deployments: Store<Deployment>,
     /// One cache per ManagedResource name.
     pub managed_resources: Vec<(String, Store<ManagedResource>)>,
+    /// Per cache of the loop's own (Deployments, each ManagedResource): its
+    /// name and whether its first list arrived, with the last watch error.
+    pub synced: Vec<(String, watch::Receiver<CacheState>)>,
+}
+
+/// Where one of the loop's caches stands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheState {
+    /// The first complete list arrived.
+    pub synced: bool,
+    /// The last watch error, until the next successful event.
+    pub error: Option<String>,
+}
+
+/// Drive a reflector stream: record its first complete list and its errors
+/// in `state`, logging each new error once.
+async fn drive<K>(
+    name: String,
+    stream: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    state: watch::Sender<CacheState>,
+) {
+    futures::pin_mut!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::InitDone) => state.send_modify(|s| {
+                s.synced = true;
+                s.error = None;
+            }),
+            Ok(_) => {
+                if state.borrow().error.is_some() {
+                    state.send_modify(|s| s.error = None);
+                }
+            }
+            Err(e) => {
+                let text = crate::gardener::api_error::describe_watch(&e);
+                if state.borrow().error.as_deref() != Some(text.as_str()) {
+                    tracing::warn!(cache = %name, error = %text, "health-check cache: watch failed, retrying with backoff");
+                    state.send_modify(|s| s.error = Some(text));
+                }
+            }
+        }
+    }
 }
 
 impl Caches {
@@ -90,7 +225,14 @@ impl Caches {
         managed_resources: &[String],
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> (Caches, impl Future<Output = ()> + Send + 'static) {
+        let mut synced = Vec::new();
+        let mut signal = |name: String| {
+            let (tx, rx) = watch::channel(CacheState::default());
+            synced.push((name.clone(), rx));
+            (name, tx)
+        };
         let (deployments, writer) = reflector::store();
+        let (name, tx) = signal("deployments".to_string());
         let deployment_stream = watcher(
             Api::<Deployment>::all(client.clone()),
             watcher::Config::default()
@@ -105,23 +247,17 @@ impl Caches {
                 spec.template = Default::default();
             }
         })
-        .reflect(writer)
-        .for_each({
-            let mut errors = WatchErrors::new("cloud-controller-manager Deployments");
-            move |item| {
-                errors.observe(&item);
-                futures::future::ready(())
-            }
-        });
+        .reflect(writer);
         let mut streams: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> =
-            vec![Box::pin(deployment_stream)];
+            vec![Box::pin(drive(name, deployment_stream, tx))];
         let mut mr_stores = Vec::new();
-        for name in managed_resources {
+        for mr in managed_resources {
             let (store, writer) = reflector::store();
+            let (name, tx) = signal(format!("managedresources {mr}"));
             let stream = watcher(
                 Api::<ManagedResource>::all(client.clone()),
                 watcher::Config::default()
-                    .fields(&format!("metadata.name={name}"))
+                    .fields(&format!("metadata.name={mr}"))
                     .any_semantic(),
             )
             .default_backoff()
@@ -132,16 +268,9 @@ impl Caches {
                     status.resources = None;
                 }
             })
-            .reflect(writer)
-            .for_each({
-                let mut errors = WatchErrors::new("ManagedResources");
-                move |item| {
-                    errors.observe(&item);
-                    futures::future::ready(())
-                }
-            });
-            streams.push(Box::pin(stream));
-            mr_stores.push((name.clone(), store));
+            .reflect(writer);
+            streams.push(Box::pin(drive(name, stream, tx)));
+            mr_stores.push((mr.clone(), store));
         }
         let driver = async move {
             tokio::select! {
@@ -154,21 +283,61 @@ impl Caches {
                 controlplanes,
                 deployments,
                 managed_resources: mr_stores,
+                synced,
             },
             driver,
         )
     }
 
-    async fn ready(&self) -> bool {
-        let all = async {
-            self.controlplanes.wait_until_ready().await.ok()?;
-            self.deployments.wait_until_ready().await.ok()?;
-            for (_, store) in &self.managed_resources {
-                store.wait_until_ready().await.ok()?;
-            }
-            Some(())
+    /// Caches filled by hand (tests, tools): every one counts as synced.
+    pub fn synced(
+        controlplanes: Store<ControlPlane>,
+        deployments: Store<Deployment>,
+        managed_resources: Vec<(String, Store<ManagedResource>)>,
+    ) -> Caches {
+        let done = || {
+            watch::channel(CacheState {
+                synced: true,
+                error: None,
+            })
+            .1
         };
-        all.await.is_some()
+        let mut synced = vec![("deployments".to_string(), done())];
+        synced.extend(
+            managed_resources
+                .iter()
+                .map(|(n, _)| (format!("managedresources {n}"), done())),
+        );
+        Caches {
+            controlplanes,
+            deployments,
+            managed_resources,
+            synced,
+        }
+    }
+
+    /// The caches not synced yet, with their last error.
+    pub fn pending(&self) -> Vec<String> {
+        self.synced
+            .iter()
+            .filter(|(_, rx)| !rx.borrow().synced)
+            .map(|(name, rx)| match &rx.borrow().error {
+                Some(e) => format!("{name} ({e})"),
+                None => name.clone(),
+            })
+            .collect()
+    }
+
+    /// Wait until every cache of the loop's own has its first list; `false`
+    /// when a cache's driver is gone first.
+    async fn ready(&self) -> bool {
+        for (_, rx) in &self.synced {
+            let mut rx = rx.clone();
+            if rx.wait_for(|s| s.synced).await.is_err() {
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -334,17 +503,21 @@ impl HealthChecks {
     }
 
     /// One pass over every cached ControlPlane; returns how many were written.
+    /// Conditions are written `concurrency` at a time.
     pub async fn pass(&self, caches: &Caches) -> usize {
-        let due: Vec<_> = caches
-            .controlplanes
-            .state()
-            .into_iter()
-            .filter_map(|cp| {
-                let shoot = self.state.shoot(cp.namespace()).ok()?;
-                let condition = self.evaluate(&cp, &shoot, caches)?;
-                Some((cp, condition))
-            })
-            .collect();
+        let mut due = Vec::new();
+        for cp in caches.controlplanes.state() {
+            let shoot = match self.state.shoot(cp.namespace()) {
+                Ok(shoot) => shoot,
+                Err(e) => {
+                    self.skipped_without_cluster(&cp, &e);
+                    continue;
+                }
+            };
+            if let Some(condition) = self.evaluate(&cp, &shoot, caches) {
+                due.push((cp, condition));
+            }
+        }
         let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
             futures::stream::iter(due.into_iter().map(|(cp, condition)| async move {
                 let result = self.write(&cp, condition).await;
@@ -355,14 +528,49 @@ impl HealthChecks {
         .await;
         let mut written = 0;
         for (cp, result) in results {
-            match result {
-                Ok(()) => written += 1,
-                Err(e) => {
-                    tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %crate::gardener::api_error::describe(&e), "could not write the health condition")
+            let key = format!("{}/{}", cp.namespace(), cp.name());
+            let result = match result {
+                Ok(()) => {
+                    written += 1;
+                    "written"
                 }
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    tracing::debug!(controlplane = %key, "ControlPlane gone before its health condition was written");
+                    "gone"
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    tracing::debug!(controlplane = %key, "ControlPlane changed since the check; the next pass writes");
+                    "conflict"
+                }
+                Err(e) => {
+                    tracing::warn!(controlplane = %key, error = %crate::gardener::api_error::describe(&e), "could not write the health condition");
+                    "error"
+                }
+            };
+            if let Some(m) = &self.metrics {
+                m.wrote(result);
             }
         }
         written
+    }
+
+    /// Count a ControlPlane without a shoot context, warning once per namespace.
+    fn skipped_without_cluster(&self, cp: &ControlPlane, error: &impl std::fmt::Display) {
+        if let Some(m) = &self.metrics {
+            m.skipped
+                .get_or_create(&ReasonLabel {
+                    reason: "no_cluster",
+                })
+                .inc();
+        }
+        let first = self
+            .warned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cp.namespace().to_string());
+        if first {
+            tracing::warn!(controlplane = %format!("{}/{}", cp.namespace(), cp.name()), error = %error, "ControlPlane not health-checked: no shoot context");
+        }
     }
 
     /// Merge-patch the conditions (ours replaced, the others kept), guarded by
@@ -380,28 +588,156 @@ impl HealthChecks {
             "status": {"conditions": conditions},
         });
         Api::<ControlPlane>::namespaced(self.client.clone(), cp.namespace())
-            .patch_status(cp.name(), &PatchParams::default(), &Patch::Merge(&body))
+            .patch_status(
+                cp.name(),
+                &PatchParams {
+                    field_manager: Some(super::FIELD_MANAGER.to_owned()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(&body),
+            )
             .await?;
         Ok(())
     }
 
-    /// Check every `period` until `shutdown` (once the caches are ready).
-    pub async fn run(self: Arc<Self>, caches: Caches, shutdown: impl Future<Output = ()> + Send) {
-        tokio::pin!(shutdown);
-        tokio::select! {
-            ready = caches.ready() => if !ready { return },
-            () = &mut shutdown => return,
+    /// Wait for the loop's caches and the shoot state, saying every
+    /// `2 × period` what is still missing; `Some` when the loop must end
+    /// instead (shutdown, or a cache's driver ended first).
+    async fn wait_for_caches(
+        &self,
+        caches: &Caches,
+        shutdown: &mut (impl Future<Output = ()> + Unpin),
+    ) -> Option<LoopEnd> {
+        let nag = self.period * 2;
+        let ready = async {
+            if !caches.ready().await {
+                return false;
+            }
+            while !self.state.is_synced() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            true
+        };
+        tokio::pin!(ready);
+        loop {
+            tokio::select! {
+                ok = &mut ready => return (!ok).then(|| LoopEnd::CachesGone(caches.pending())),
+                () = &mut *shutdown => return Some(LoopEnd::Shutdown),
+                () = tokio::time::sleep(nag) => {
+                    let mut pending = caches.pending();
+                    if !self.state.is_synced() {
+                        pending.push("clusters".into());
+                    }
+                    tracing::warn!(waiting_for = %pending.join(", "), after = %format!("{}s", nag.as_secs()), "health checks not started: caches not synced");
+                }
+            }
         }
+    }
+
+    /// Check every `period` until `shutdown`, once the caches are ready (see
+    /// the module doc); returns why it ended. A pass that panics is logged and
+    /// the next one runs.
+    pub async fn run(
+        self: Arc<Self>,
+        caches: Caches,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> LoopEnd {
+        tokio::pin!(shutdown);
+        if let Some(m) = &self.metrics {
+            m.running.set(1);
+        }
+        let end = self.run_inner(&caches, &mut shutdown).await;
+        if let Some(m) = &self.metrics {
+            m.running.set(0);
+        }
+        end
+    }
+
+    async fn run_inner(
+        &self,
+        caches: &Caches,
+        shutdown: &mut (impl Future<Output = ()> + Unpin),
+    ) -> LoopEnd {
+        if let Some(end) = self.wait_for_caches(caches, shutdown).await {
+            return end;
+        }
+        tracing::info!(
+            controlplanes = caches.controlplanes.state().len(),
+            period = %format!("{}s", self.period.as_secs()),
+            "health checks running"
+        );
         let mut tick = tokio::time::interval(self.period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    let written = self.pass(&caches).await;
-                    tracing::debug!(written, "health checks done");
+                    match std::panic::AssertUnwindSafe(self.pass(caches)).catch_unwind().await {
+                        Ok(written) => {
+                            tracing::debug!(written, "health checks done");
+                            if let Some(m) = &self.metrics {
+                                m.last_pass.set(unix_now());
+                            }
+                        }
+                        Err(panic) => {
+                            let text = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            tracing::error!(panic = %text, "health-check pass panicked; the next pass runs in one period");
+                        }
+                    }
                 }
-                () = &mut shutdown => return,
+                () = &mut *shutdown => return LoopEnd::Shutdown,
             }
         }
     }
+}
+
+/// Start the health checks over the controller's ControlPlane `store`: the
+/// caches' driver and the loop, as two named tasks, each stopping when its
+/// `stop()` resolves; a loop that ends before is logged as an error (and,
+/// as a task that ended, stops the leader's work).
+pub fn start<S>(
+    checks: Arc<HealthChecks>,
+    client: &kube::Client,
+    store: Store<ControlPlane>,
+    stop: impl Fn() -> S,
+) -> Vec<(&'static str, tokio::task::JoinHandle<()>)>
+where
+    S: Future<Output = ()> + Send + 'static,
+{
+    tracing::info!(period = %crate::gardener::duration::text(checks.period), "starting the health checks");
+    let (caches, driver) = Caches::start(client, store, &checks.managed_resources, stop());
+    let loop_stop = stop();
+    vec![
+        ("the health-check caches", tokio::spawn(driver)),
+        (
+            "the health checks",
+            tokio::spawn(async move {
+                match checks.run(caches, loop_stop).await {
+                    LoopEnd::Shutdown => {}
+                    LoopEnd::CachesGone(pending) => tracing::error!(
+                        caches = %pending.join(", "),
+                        "health checks stopped: a cache ended before its first list; ControlPlaneHealthy is no longer written"
+                    ),
+                }
+            }),
+        ),
+    ]
+}
+
+/// Why the health-check loop ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// Shutdown or leadership lost: expected.
+    Shutdown,
+    /// A cache's driver ended before its first list (these were pending).
+    CachesGone(Vec<String>),
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -26,8 +26,8 @@ pub use leader::{
     LeaderElection, LeaseTiming, StopSignal, run_while_leading, run_with_leader_election,
 };
 
-use crate::ccm::RenderError;
 use crate::gardener::ControlPlane;
+use crate::render::RenderError;
 use crate::secrets::SecretsError;
 use crate::state::StateError;
 
@@ -64,6 +64,11 @@ pub enum Error {
     DeletionTimeout(String),
     #[error("reconcile did not finish within {}", crate::gardener::duration::text(*.0))]
     Timeout(Duration),
+    /// The object itself answered 404 to one of the reconciler's patches: it
+    /// is gone (its last finalizer was released), which ends the operation
+    /// without a failure.
+    #[error("{0}: the object is gone")]
+    Gone(String),
     #[error("ControlPlane has no {0}")]
     Malformed(&'static str),
     #[error("leader election: {0}")]

@@ -172,7 +172,7 @@ pub async fn reconcile_certificates(
         .and_then(|w| w.client_config.ca_bundle)
         .map(|b| String::from_utf8_lossy(&b.0).into_owned());
     let trusts = |pem: &String| trusted.as_ref().is_some_and(|b| b.contains(pem.trim()));
-    let names = ext.service_dns_names();
+    let names = ext.serving_cert_names();
     let plan = rotation::plan(
         now,
         ca_info.as_ref(),

@@ -3,7 +3,7 @@
 //! one template generated from scion's tables, `templates/rbac.yaml`.
 //!
 //! The chart's other templates are written by hand; `tests/deploy_chart.rs`
-//! renders them with Helm's engine and checks that the default values give
+//! renders them with the real `helm template` and checks that the default values give
 //! exactly [`super::install_objects`] without the webhook configuration, and
 //! that `rbac.yaml` is [`rbac_template`] byte for byte
 //! (`SCION_UPDATE_GOLDEN=1 cargo test --test deploy_chart` rewrites it).

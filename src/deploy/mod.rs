@@ -38,7 +38,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Serialize;
 
-pub use names::{DEFAULT_IMAGE, Extension};
+pub use names::{DEFAULT_IMAGE, Extension, WebhookClient};
 pub use rbac::{API_CALLS, ApiCall, Names, Scope, Verb};
 pub use register::{
     RegistrationError, RegistrationOutcome, RegistrationTiming, keep_registered, register_webhook,
@@ -177,9 +177,15 @@ impl Manifest {
 /// Every object of the installation, in apply order: identity and RBAC first,
 /// then the workload, the webhook configuration last (so the API server does
 /// not call a webhook whose endpoints do not exist yet).
+///
+/// The webhook configuration is part of it only with a CA bundle: without
+/// one its `failurePolicy: Fail` entries would reject every write they match
+/// (the API server cannot verify a server it has no CA for) until the leader
+/// registered the bundle; the leader (`serve --register-webhook`, on in the
+/// Deployment) writes the whole configuration itself instead.
 pub fn install_objects(opts: &InstallOptions) -> Vec<Manifest> {
     let ext = &opts.extension;
-    vec![
+    let mut objects = vec![
         Manifest::ServiceAccount(workload::service_account(ext)),
         Manifest::ClusterRole(rbac::cluster_role(ext)),
         Manifest::ClusterRoleBinding(rbac::cluster_role_binding(ext)),
@@ -189,11 +195,13 @@ pub fn install_objects(opts: &InstallOptions) -> Vec<Manifest> {
         Manifest::Deployment(Box::new(workload::deployment(ext, &opts.image))),
         Manifest::PodDisruptionBudget(workload::pod_disruption_budget(ext)),
         Manifest::VerticalPodAutoscaler(workload::vpa(ext)),
-        Manifest::MutatingWebhookConfiguration(webhook_configuration(
-            ext,
-            opts.ca_bundle.as_deref(),
-        )),
-    ]
+    ];
+    if let Some(bundle) = opts.ca_bundle.as_deref() {
+        objects.push(Manifest::MutatingWebhookConfiguration(
+            webhook_configuration(ext, Some(bundle)),
+        ));
+    }
+    objects
 }
 
 /// The installation as a YAML stream, documents separated by `---`. Same

@@ -57,13 +57,70 @@ pub const DEFAULT_IMAGE: &str = concat!("scion:", env!("CARGO_PKG_VERSION"));
 
 const RESOURCE_PREFIX: &str = "gardener-extension-provider-";
 
-/// Provider and namespace of one installation, and the webhooks it leaves
-/// unregistered (`--disable-webhooks`).
+/// How the API server reaches the webhook server: Gardener's
+/// `--webhook-config-mode` (reference §2.1, §3.6).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum WebhookClient {
+    /// `service` (the default): through the extension's Service,
+    /// `gardener-extension-provider-<p>.<namespace>:443`.
+    #[default]
+    Service,
+    /// `url`: at `https://<host[:port]>/<path>` (`--webhook-config-url`), for
+    /// a webhook server outside the seed's pod network, such as scion run as
+    /// a process. The serving certificate then names that host.
+    Url(String),
+}
+
+impl WebhookClient {
+    /// `url` mode at `host_port` (`--webhook-config-url`, host[:port] as the
+    /// Go extensions take it: no scheme, no path).
+    pub fn url(host_port: &str) -> Result<Self, DeployError> {
+        let bad = |reason| DeployError::InvalidName {
+            what: "webhook URL",
+            value: host_port.to_owned(),
+            reason,
+        };
+        if host_port.is_empty() {
+            return Err(bad("must not be empty (--webhook-config-url host[:port])"));
+        }
+        if host_port.contains("://") {
+            return Err(bad("is host[:port]: scion adds https:// and the path"));
+        }
+        if host_port
+            .chars()
+            .any(|c| c == '/' || c == '?' || c == '#' || c == '@' || c.is_whitespace())
+        {
+            return Err(bad("is host[:port]: no path, query, user or whitespace"));
+        }
+        let uri = format!("https://{host_port}/")
+            .parse::<http::Uri>()
+            .map_err(|_| bad("is not a valid host[:port]"))?;
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(bad("names no host"));
+        }
+        Ok(WebhookClient::Url(host_port.to_owned()))
+    }
+
+    /// The host of a `url` client without port or IPv6 brackets.
+    pub fn url_host(&self) -> Option<String> {
+        match self {
+            WebhookClient::Service => None,
+            WebhookClient::Url(host_port) => format!("https://{host_port}/")
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(|h| h.trim_matches(['[', ']']).to_owned())),
+        }
+    }
+}
+
+/// Provider and namespace of one installation, the webhooks it leaves
+/// unregistered (`--disable-webhooks`) and how the API server reaches them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extension {
     provider: String,
     namespace: String,
     disabled_webhooks: Vec<&'static str>,
+    client: WebhookClient,
 }
 
 impl Extension {
@@ -86,7 +143,19 @@ impl Extension {
             provider: provider.to_owned(),
             namespace: namespace.to_owned(),
             disabled_webhooks: Vec::new(),
+            client: WebhookClient::Service,
         })
+    }
+
+    /// The same installation reached by the API server through `client`.
+    pub fn with_webhook_client(mut self, client: WebhookClient) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// How the API server reaches the webhook server.
+    pub fn webhook_client(&self) -> &WebhookClient {
+        &self.client
     }
 
     /// The same installation without the named webhooks of
@@ -174,6 +243,17 @@ impl Extension {
         ]
     }
 
+    /// Names the managed serving certificate covers, as Gardener's
+    /// certificate reconciler chooses them: the Service's names in `service`
+    /// mode, the host of `--webhook-config-url` in `url` mode (an IP
+    /// address becomes an IP SAN).
+    pub fn serving_cert_names(&self) -> Vec<String> {
+        match self.client.url_host() {
+            Some(host) => vec![host],
+            None => self.service_dns_names(),
+        }
+    }
+
     /// Labels selecting the extension pods (Deployment selector, Service,
     /// PodDisruptionBudget).
     pub fn selector_labels(&self) -> BTreeMap<String, String> {
@@ -230,6 +310,26 @@ mod tests {
             ext.service_dns_names()[2],
             "gardener-extension-provider-aws.extension-provider-aws.svc"
         );
+    }
+
+    #[test]
+    fn url_mode_takes_host_and_port_and_names_the_host_in_the_certificate() {
+        let ext = Extension::new("aws", "ns").unwrap();
+        assert_eq!(ext.serving_cert_names(), ext.service_dns_names());
+        for (url, host) in [
+            ("127.0.0.1:9443", "127.0.0.1"),
+            ("scion.example.com", "scion.example.com"),
+            ("[::1]:9443", "::1"),
+        ] {
+            let ext = ext
+                .clone()
+                .with_webhook_client(WebhookClient::url(url).unwrap());
+            assert_eq!(ext.serving_cert_names(), [host], "{url}");
+        }
+        for bad in ["", "https://x:1", "x/path", "x y", "user@x", ":9443"] {
+            let err = WebhookClient::url(bad).unwrap_err().to_string();
+            assert!(err.contains("webhook URL"), "{bad}: {err}");
+        }
     }
 
     #[test]

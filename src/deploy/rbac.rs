@@ -142,14 +142,14 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "state: live LIST of Secrets by label in all namespaces (Azure's tenant service principals for the cloudprovider Secret)",
+        site: "state: live LIST of Secrets by label in all namespaces (seed Secrets a provider's cloudprovider Secret ensurer reads, e.g. tenant service principals)",
         resources: &[gr("", "secrets")],
         verbs: &[Verb::List],
         scope: Scope::Cluster,
         names: Names::Any,
     },
     ApiCall {
-        site: "state: live GET of a BackupBucket (GCP's Etcd backup endpoint override)",
+        site: "state: live GET of a BackupBucket (an Etcd's backup endpoint override, etcdStorage.backupEndpointOverride)",
         resources: &[gr(EXTENSIONS, "backupbuckets")],
         verbs: &[Verb::Get],
         scope: Scope::Cluster,
@@ -246,14 +246,16 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        // Server-side apply creates the configuration with a PATCH too, so no
-        // `create` grant is needed, and none on any other configuration.
-        site: "deploy::register_webhook: read and server-side apply the webhook configuration",
+        // Server-side apply creates the configuration with a PATCH, which
+        // the API server authorizes as `create` of that name as well (a real
+        // API server forbade the first registration without it); none on any
+        // other configuration.
+        site: "deploy::register_webhook: read and server-side apply (create, then patch) the webhook configuration",
         resources: &[gr(
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations",
         )],
-        verbs: &[Verb::Get, Verb::Patch],
+        verbs: &[Verb::Get, Verb::Create, Verb::Patch],
         scope: Scope::Cluster,
         names: Names::WebhookConfiguration,
     },
@@ -369,7 +371,14 @@ pub const CHECK_API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
-        site: "cli::check: Azure's tenant service principal Secrets by label",
+        site: "cli::check: the Go extension's Deployments by label (does it run its healthcheck controller?)",
+        resources: &[gr("apps", "deployments")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
+        site: "cli::check: the labelled seed Secrets a provider's cloudprovider Secret ensurer reads",
         resources: &[gr("", "secrets")],
         verbs: &[Verb::List],
         scope: Scope::Cluster,

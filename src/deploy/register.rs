@@ -274,11 +274,23 @@ pub async fn keep_registered(
     stop: impl Future<Output = ()>,
 ) {
     tokio::pin!(stop);
+    let waiting_since = tokio::time::Instant::now();
     let mut registered: Option<[u8; 32]> = None;
     let mut last_sync = tokio::time::Instant::now();
     let mut failures = 0u32;
     loop {
         let wait = match std::fs::read(ca_file) {
+            // At first start the bundle may not be written yet (the managed
+            // certificates are being issued and copied): look again soon
+            // and do not warn about what is expected.
+            Err(err)
+                if registered.is_none()
+                    && err.kind() == std::io::ErrorKind::NotFound
+                    && waiting_since.elapsed() < FIRST_BUNDLE_PATIENCE =>
+            {
+                tracing::debug!(file = %ca_file.display(), "waiting for the CA bundle of the webhook configuration");
+                timing.poll.min(FIRST_BUNDLE_POLL)
+            }
             Err(err) => {
                 tracing::warn!(file = %ca_file.display(), error = %err, "cannot read the CA bundle for the webhook configuration");
                 timing.poll
@@ -315,6 +327,12 @@ pub async fn keep_registered(
         }
     }
 }
+
+/// How often a CA bundle that does not exist yet is looked for at start.
+const FIRST_BUNDLE_POLL: Duration = Duration::from_millis(250);
+/// How long a missing CA bundle at start is expected (issuing and copying the
+/// managed certificate takes seconds) before it is reported.
+const FIRST_BUNDLE_PATIENCE: Duration = Duration::from_secs(60);
 
 /// 1 s after the first failure, doubling.
 fn retry_delay(failures: u32) -> Duration {

@@ -77,7 +77,10 @@ impl RegistrationOptions {
     /// The first stage of a switch-over from the Go extension: claim no
     /// resource and deploy to every seed (`policy: Always`), so scion's
     /// webhooks run beside the Go extension's while it still owns the
-    /// ControlPlanes.
+    /// ControlPlanes; scion's `controlplane` and `healthcheck` controllers
+    /// stay off ([`STAGED_DISABLED_CONTROLLERS`]) so that the Go extension
+    /// remains the one writer of the ControlPlanes and their
+    /// `ControlPlaneHealthy`.
     pub fn webhooks_only(mut self) -> Self {
         self.webhooks_only = true;
         self
@@ -123,13 +126,22 @@ fn split_image(image: &str) -> Result<(String, String), DeployError> {
     }
 }
 
+/// The controllers scion leaves off while its webhooks run beside the Go
+/// extension (`--webhooks-only`).
+pub const STAGED_DISABLED_CONTROLLERS: [&str; 2] = ["controlplane", "healthcheck"];
+
 /// The chart values the ControllerDeployment sets: the provider and the
-/// image. gardenlet merges its `gardener` map over them.
+/// image (and, for the webhooks-only stage, the controllers left off).
+/// gardenlet merges its `gardener` map over them.
 pub fn chart_values(opts: &RegistrationOptions) -> Value {
-    json!({
+    let mut values = json!({
         "provider": opts.provider,
         "image": {"repository": opts.image_repository, "tag": opts.image_tag},
-    })
+    });
+    if opts.webhooks_only {
+        values["disableControllers"] = json!(STAGED_DISABLED_CONTROLLERS);
+    }
+    values
 }
 
 fn resources(opts: &RegistrationOptions) -> Value {
@@ -277,5 +289,16 @@ mod tests {
         let cr = controller_registration(&stage);
         assert_eq!(cr["spec"]["resources"], json!([]));
         assert_eq!(cr["spec"]["deployment"]["policy"], "Always");
+        // beside the Go extension scion neither reconciles ControlPlanes nor
+        // writes ControlPlaneHealthy: one writer each
+        assert_eq!(
+            controller_deployment(&stage)["helm"]["values"]["disableControllers"],
+            json!(["controlplane", "healthcheck"])
+        );
+        assert!(
+            controller_deployment(&inline)["helm"]["values"]
+                .get("disableControllers")
+                .is_none()
+        );
     }
 }

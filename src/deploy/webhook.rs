@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
-use super::names::{Extension, REMEDIATION_EXCLUDE_LABEL, SERVICE_PORT};
+use super::names::{Extension, REMEDIATION_EXCLUDE_LABEL, SERVICE_PORT, WebhookClient};
 use crate::admission::GroupVersionKind;
 use crate::profile::{CONTROLPLANE_WEBHOOK, WEBHOOKS, Webhook, targets_of};
 
@@ -113,16 +113,7 @@ pub fn webhook_entry(
             .iter()
             .map(|v| (*v).to_owned())
             .collect(),
-        client_config: WebhookClientConfig {
-            ca_bundle: ca_bundle.map(|pem| ByteString(pem.to_vec())),
-            service: Some(ServiceReference {
-                name: ext.resource_name(),
-                namespace: ext.namespace().to_owned(),
-                path: Some(webhook.path.to_owned()),
-                port: Some(i32::from(SERVICE_PORT)),
-            }),
-            url: None,
-        },
+        client_config: client_config(webhook, ext, ca_bundle),
         failure_policy: Some("Fail".to_owned()),
         match_policy: Some("Exact".to_owned()),
         namespace_selector: Some(LabelSelector {
@@ -142,6 +133,35 @@ pub fn webhook_entry(
         timeout_seconds: Some(TIMEOUT_SECONDS),
         match_conditions: None,
         reinvocation_policy: None,
+    }
+}
+
+/// Where the API server sends a webhook's reviews: the extension's Service
+/// (`service` mode) or `https://<--webhook-config-url><path>` (`url` mode),
+/// as Gardener's `BuildClientConfigFor`.
+fn client_config(
+    webhook: &Webhook,
+    ext: &Extension,
+    ca_bundle: Option<&[u8]>,
+) -> WebhookClientConfig {
+    let (service, url) = match ext.webhook_client() {
+        WebhookClient::Service => (
+            Some(ServiceReference {
+                name: ext.resource_name(),
+                namespace: ext.namespace().to_owned(),
+                path: Some(webhook.path.to_owned()),
+                port: Some(i32::from(SERVICE_PORT)),
+            }),
+            None,
+        ),
+        WebhookClient::Url(host_port) => {
+            (None, Some(format!("https://{host_port}{}", webhook.path)))
+        }
+    };
+    WebhookClientConfig {
+        ca_bundle: ca_bundle.map(|pem| ByteString(pem.to_vec())),
+        service,
+        url,
     }
 }
 
@@ -168,5 +188,55 @@ pub fn webhook_configuration(
                 .map(|w| webhook_entry(w, ext, ca_bundle))
                 .collect(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_mode_points_every_entry_at_the_service() {
+        let ext = Extension::new("aws", "extension-provider-aws").unwrap();
+        let config = webhook_configuration(&ext, None);
+        for (entry, webhook) in config.webhooks.unwrap().iter().zip(WEBHOOKS) {
+            let client = &entry.client_config;
+            assert_eq!(client.url, None);
+            let service = client.service.as_ref().unwrap();
+            assert_eq!(service.name, "gardener-extension-provider-aws");
+            assert_eq!(service.namespace, "extension-provider-aws");
+            assert_eq!(service.path.as_deref(), Some(webhook.path));
+            assert_eq!(service.port, Some(443));
+        }
+    }
+
+    #[test]
+    fn url_mode_points_every_entry_at_the_url_with_its_path() {
+        let ext = Extension::new("gcp", "extension-provider-gcp")
+            .unwrap()
+            .with_webhook_client(WebhookClient::url("127.0.0.1:9443").unwrap());
+        let config = webhook_configuration(&ext, Some(b"PEM"));
+        let entries = config.webhooks.unwrap();
+        assert_eq!(entries.len(), WEBHOOKS.len());
+        for (entry, webhook) in entries.iter().zip(WEBHOOKS) {
+            let client = &entry.client_config;
+            assert_eq!(client.service, None, "{}", entry.name);
+            assert_eq!(
+                client.url.as_deref(),
+                Some(format!("https://127.0.0.1:9443{}", webhook.path).as_str())
+            );
+            assert_eq!(client.ca_bundle, Some(ByteString(b"PEM".to_vec())));
+        }
+        // everything but the client configuration is the service mode's
+        let service = webhook_configuration(
+            &Extension::new("gcp", "extension-provider-gcp").unwrap(),
+            Some(b"PEM"),
+        );
+        for (u, s) in entries.iter().zip(service.webhooks.unwrap()) {
+            let (mut u, mut s) = (u.clone(), s);
+            u.client_config = WebhookClientConfig::default();
+            s.client_config = WebhookClientConfig::default();
+            assert_eq!(u, s);
+        }
     }
 }

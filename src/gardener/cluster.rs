@@ -588,6 +588,27 @@ impl ShootContext {
             .is_some_and(|op| op.type_ == "Migrate")
     }
 
+    /// `spec.networking.providerConfig.overlay.enabled`; absent (or null)
+    /// means enabled. A non-boolean is an error naming the field.
+    pub fn overlay_enabled(&self) -> Result<bool, (String, String)> {
+        match self
+            .shoot
+            .spec
+            .networking
+            .provider_config
+            .as_ref()
+            .and_then(|c| c.get("overlay"))
+            .and_then(|o| o.get("enabled"))
+        {
+            None | Some(Value::Null) => Ok(true),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err((
+                "spec.networking.providerConfig.overlay.enabled".into(),
+                format!("{other} is not a boolean"),
+            )),
+        }
+    }
+
     /// `shoot.spec.kubernetes.verticalPodAutoscaler.enabled`.
     pub fn vpa_enabled(&self) -> bool {
         self.shoot.spec.kubernetes.vertical_pod_autoscaler.enabled

@@ -6,6 +6,7 @@
 //! | [`api_error`] | a Kubernetes API error as an operator reads it (no debug dump of the Status) |
 //! | [`cluster`] | the `Cluster` resource and [`ShootContext`], the one declaration of what scion reads from a Cluster |
 //! | [`controlplane`] | the `ControlPlane` resource |
+//! | [`defaults`] | what the API server adds when it stores a built-in kind (Deployment, Service, …) |
 //! | [`duration`] | durations as Kubernetes writes them: parsing flags, writing log lines |
 //! | [`kubelet`] | the KubeletConfiguration struct as a field table |
 //! | [`managedresource`] | the `ManagedResource` resource gardener-resource-manager applies |
@@ -18,6 +19,7 @@
 pub mod api_error;
 pub mod cluster;
 pub mod controlplane;
+pub mod defaults;
 pub mod duration;
 pub mod kubelet;
 pub mod managedresource;

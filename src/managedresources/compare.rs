@@ -2,7 +2,9 @@
 //! over the objects as the API server returned them (`scion check` reads,
 //! this decides). The objects on each side are what GRM would apply — every
 //! document of every referenced Secret, split as [`super::decode`] splits it —
-//! keyed by kind, namespace and name; the answer lists the objects scion
+//! keyed by kind, namespace and name, each compared as the API server would
+//! store it ([`crate::gardener::defaults::normalize`]: its defaults filled
+//! in, the fields it populates dropped); the answer lists the objects scion
 //! would add, remove or change (with the JSON pointers that change, at most
 //! [`MAX_PATHS`] per object), the `spec` fields of the ManagedResource that
 //! differ besides `secretRefs`, and the referenced Secrets that could not be
@@ -17,6 +19,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::{Bundle, decode};
+use crate::gardener::defaults::normalize;
 
 /// How many changed JSON pointers are listed per object; the rest are counted.
 pub const MAX_PATHS: usize = 5;
@@ -170,7 +173,14 @@ pub fn compare(
         match present.get(k) {
             None => out.objects.push(change(Change::Added, k, Vec::new())),
             Some(have) if have != want => {
-                let paths = json_patch::diff(have, want)
+                // As GRM applies them: stored with the API server's defaults
+                // (a chart that spells out a default equals a render that
+                // leaves it to the server).
+                let (have, want) = (normalize(have), normalize(want));
+                if have == want {
+                    continue;
+                }
+                let paths = json_patch::diff(&have, &want)
                     .0
                     .iter()
                     .map(|op| {
@@ -250,7 +260,8 @@ mod tests {
             [
                 "added ConfigMap ns/a",
                 "removed Secret ns/x",
-                "changed Service ns/s (/spec/ports/0/port)",
+                // as stored: targetPort defaults to port and moves with it
+                "changed Service ns/s (/spec/ports/0/port, /spec/ports/0/targetPort)",
             ]
         );
     }
@@ -268,6 +279,45 @@ mod tests {
         let c = compare(&want, &mr, &[("m-json".into(), None)]).unwrap();
         assert_eq!(c.unreadable, ["Secret m-json is missing"]);
         assert!(!c.matches());
+    }
+
+    /// Gardener's registry helper writes one key `data.yaml.br`: the same
+    /// objects, Brotli-compressed, match (issue 21: shown as unreadable before).
+    #[test]
+    fn brotli_compressed_secrets_are_compared() {
+        let want = bundle("ns", "m", Class::Seed, "k", &objects()).unwrap();
+        let text = crate::managedresources::encode(&objects()).unwrap();
+        let mut compressed = Vec::new();
+        brotli::BrotliCompress(
+            &mut text.as_bytes(),
+            &mut compressed,
+            &brotli::enc::BrotliEncoderParams::default(),
+        )
+        .unwrap();
+        let secret = json!({"data": {"data.yaml.br": base64::engine::general_purpose::STANDARD.encode(compressed)}});
+        let mut mr = want.managed_resource.clone();
+        mr["spec"]["secretRefs"] = json!([{"name": "managedresource-m-br"}]);
+        let c = compare(&want, &mr, &[("managedresource-m-br".into(), Some(secret))]).unwrap();
+        assert!(c.matches() && !c.same_secret, "{c:?}");
+    }
+
+    /// A Go chart that spells out what the API server defaults equals a
+    /// render that leaves it out: both are stored alike.
+    #[test]
+    fn spelled_out_defaults_are_no_difference() {
+        let want = bundle("ns", "m", Class::Seed, "k", &objects()).unwrap();
+        let mut spelled = objects();
+        spelled[1]["spec"]["ports"][0]["protocol"] = json!("TCP");
+        spelled[1]["spec"]["type"] = json!("ClusterIP");
+        let have = bundle("ns", "m", Class::Seed, "k", &spelled).unwrap();
+        let (mr, secrets) = live(&have);
+        let c = compare(&want, &mr, &secrets).unwrap();
+        assert!(c.objects.is_empty(), "{c:?}");
+        spelled[1]["spec"]["type"] = json!("NodePort");
+        let have = bundle("ns", "m", Class::Seed, "k", &spelled).unwrap();
+        let (mr, secrets) = live(&have);
+        let c = compare(&want, &mr, &secrets).unwrap();
+        assert_eq!(c.objects[0].paths, ["/spec/type"], "{c:?}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! | Secret fields | `type: Opaque`, `immutable: true`, label `resources.gardener.cloud/garbage-collectable-reference: "true"` |
 //! | ManagedResource | no labels; annotation `reference.resources.gardener.cloud/secret-<first 8 hex of sha256(secret name)>: <secret name>` per secretRef |
 //! | seed class | `spec.class: seed`, nothing else set |
-//! | shoot class | no class, `keepObjects: false`, `injectLabels: {shoot.gardener.cloud/no-cleanup: "true"}`, `forceOverwriteAnnotations: false` |
+//! | shoot class | no class, `keepObjects: false`, `injectLabels: {shoot.gardener.cloud/no-cleanup: "true"}`, `forceOverwriteAnnotations: false` (`true` for the storage classes) |
 //!
 //! A content change gives a new Secret name, so the ManagedResource changes
 //! with it and the Secret it referenced before is left to GRM's garbage
@@ -39,6 +39,10 @@ pub enum Class {
     Seed,
     /// The shoot's GRM (no class): objects land in the shoot.
     Shoot,
+    /// As [`Class::Shoot`], with `forceOverwriteAnnotations: true`: GRM
+    /// resets annotations someone changed (the storage classes' default-class
+    /// annotation).
+    ShootForceAnnotations,
 }
 
 /// A ManagedResource and the Secret with its objects, ready to write.
@@ -120,11 +124,11 @@ pub fn bundle(
     });
     let spec = match class {
         Class::Seed => json!({"secretRefs": [{"name": secret_name}], "class": SEED_CLASS}),
-        Class::Shoot => json!({
+        Class::Shoot | Class::ShootForceAnnotations => json!({
             "secretRefs": [{"name": secret_name}],
             "keepObjects": false,
             "injectLabels": {NO_CLEANUP_LABEL: "true"},
-            "forceOverwriteAnnotations": false,
+            "forceOverwriteAnnotations": class == Class::ShootForceAnnotations,
         }),
     };
     let managed_resource = json!({
@@ -147,17 +151,47 @@ pub fn bundle(
     })
 }
 
+/// The most bytes one Brotli-compressed key may decompress to. A Secret holds
+/// at most 1 MiB, but Brotli can expand that a thousandfold: a crafted key
+/// (a decompression bomb) is cut off here instead of exhausting memory. The
+/// ManagedResources of a control plane are a few hundred KiB uncompressed.
+pub const MAX_DECOMPRESSED_BYTES: u64 = 32 << 20;
+
+/// The bytes of a Brotli stream, at most [`MAX_DECOMPRESSED_BYTES`] (or
+/// `limit`) of them: more is an error, as is a stream that is cut short or
+/// corrupt.
+pub fn brotli_decompress(compressed: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    brotli_decompressor::Decompressor::new(compressed, 64 << 10)
+        .take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("not valid Brotli: {e}"))?;
+    if out.len() as u64 > limit {
+        return Err(format!(
+            "decompresses to more than {} MiB; scion stops there (a decompression bomb?)",
+            limit >> 20
+        ));
+    }
+    Ok(out)
+}
+
 /// The objects of a ManagedResource Secret's data: every key's text split at
 /// `---\n` as GRM splits it, each document parsed (YAML or JSON). Keys ending
-/// in `.br` (Brotli) are reported as unreadable, not skipped.
+/// in `.br` are Brotli-compressed, as Gardener's registry helper writes
+/// `data.yaml.br`; they are decompressed first, to at most
+/// [`MAX_DECOMPRESSED_BYTES`].
 pub fn decode(data: &BTreeMap<String, Vec<u8>>) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for (key, bytes) in data {
-        if key.ends_with(".br") {
-            return Err(format!(
-                "key {key:?} is Brotli-compressed; scion does not read it"
-            ));
-        }
+        let decompressed;
+        let bytes = if key.ends_with(".br") {
+            decompressed = brotli_decompress(bytes, MAX_DECOMPRESSED_BYTES)
+                .map_err(|e| format!("key {key:?}: {e}"))?;
+            &decompressed
+        } else {
+            bytes
+        };
         let text = std::str::from_utf8(bytes).map_err(|_| format!("key {key:?} is not UTF-8"))?;
         for doc in text.split("---\n") {
             if doc.trim().is_empty() {
@@ -251,6 +285,76 @@ mod tests {
         let text = encode(&objects).unwrap();
         let data = BTreeMap::from([("k".to_string(), text.into_bytes())]);
         assert_eq!(decode(&data).unwrap(), objects);
+    }
+
+    fn brotli(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let params = brotli::enc::BrotliEncoderParams {
+            quality: 5,
+            ..Default::default()
+        };
+        brotli::BrotliCompress(&mut &bytes[..], &mut out, &params).unwrap();
+        out
+    }
+
+    #[test]
+    fn brotli_keys_are_decompressed_as_grm_reads_them() {
+        let objects = vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}),
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 1}]}}),
+        ];
+        let text = encode(&objects).unwrap();
+        let data = BTreeMap::from([("data.yaml.br".to_string(), brotli(text.as_bytes()))]);
+        assert_eq!(decode(&data).unwrap(), objects);
+    }
+
+    /// Bytes written by Go's `github.com/andybalholm/brotli` (the library
+    /// Gardener's registry helper uses; default writer) from two YAML
+    /// documents joined by `---`, produced once by a throwaway program.
+    #[test]
+    fn brotli_written_by_gardeners_go_library_is_read() {
+        let bytes =
+            include_bytes!("../../tests/fixtures/managedresources/go-andybalholm-brotli.yaml.br");
+        let data = BTreeMap::from([("data.yaml.br".to_string(), bytes.to_vec())]);
+        let objects = decode(&data).unwrap();
+        let names: Vec<(&str, &str)> = objects
+            .iter()
+            .map(|o| {
+                (
+                    o["kind"].as_str().unwrap(),
+                    o["metadata"]["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("ConfigMap", "cloud-provider-config"),
+                ("Service", "cloud-controller-manager")
+            ]
+        );
+        assert_eq!(objects[1]["spec"]["ports"][0]["port"], 10258);
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_cut_off_and_broken_streams_are_errors() {
+        // 33 MiB of zeros compress to a few hundred bytes.
+        let bomb = brotli(&vec![0u8; (MAX_DECOMPRESSED_BYTES + (1 << 20)) as usize]);
+        assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+        let data = BTreeMap::from([("data.yaml.br".to_string(), bomb)]);
+        let err = decode(&data).unwrap_err();
+        assert!(err.contains("more than 32 MiB"), "{err}");
+        let at_limit = brotli(&vec![b'\n'; 1 << 20]);
+        assert_eq!(
+            brotli_decompress(&at_limit, 1 << 20).unwrap().len(),
+            1 << 20
+        );
+        assert!(brotli_decompress(&at_limit, (1 << 20) - 1).is_err());
+        let good = brotli(b"kind: ConfigMap\n");
+        let err = brotli_decompress(&good[..good.len() / 2], 1 << 20).unwrap_err();
+        assert!(err.contains("not valid Brotli"), "{err}");
+        let err = brotli_decompress(b"plain text, not brotli", 1 << 20).unwrap_err();
+        assert!(err.contains("not valid Brotli"), "{err}");
     }
 
     #[test]

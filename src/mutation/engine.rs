@@ -16,14 +16,13 @@ use super::draft::Draft;
 use super::etcd::{self, EtcdConfig};
 use super::osc::{self, OscContext, OscError};
 use super::place::ListAt;
-use super::secret;
 use super::shape::ApplyError;
 use crate::admission::Denial;
 use crate::decode::{ObjectReach, footprint};
 use crate::gardener::{ObjectKind, ShootContext};
 use crate::profile::osc::NamespaceRef;
-use crate::profile::seed::CredentialsFlavour;
 use crate::profile::{Action, Facts, FindOptions, ImageVector, Place, Profile, Rule, Target};
+use crate::providers::{SecretContext, ensure_cloudprovider_secret};
 
 /// What the rules read besides the object and the shoot.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -125,14 +124,12 @@ impl Mutation<'_> {
 }
 
 impl Engine {
-    /// The engine with the images of the profile's provider's built-in image
-    /// vector (none for a provider scion has no vector for; see
-    /// [`Engine::with_image_vector`]).
+    /// The engine with the images of the profile's image vector (see
+    /// [`Engine::with_image_vector`] for another).
     pub fn new(profile: Profile) -> Self {
-        let vector = ImageVector::builtin(&profile.provider);
         Engine {
             reach: Arc::new(footprint(&profile)),
-            images: Arc::new(resolve_images(&profile, &vector)),
+            images: Arc::new(resolve_images(&profile, &profile.images)),
             profile: Arc::new(profile),
             sidecar_image: None,
             etcd: EtcdConfig::default(),
@@ -256,16 +253,14 @@ impl Engine {
                     Action::ProviderSidecar(s) if s.workload_identity => {
                         Some(need(ObjectKind::Secret, "cloudprovider"))
                     }
-                    Action::CloudproviderSecret(c)
-                        if c.provider == CredentialsFlavour::Azure
-                            && secret::needs_tenant_secrets(object) =>
-                    {
-                        let (key, value) = secret::AZURE_TENANT_SP_LABEL;
-                        Some(Need::LabelledSecrets {
+                    Action::CloudproviderSecret(_) => self
+                        .profile
+                        .code
+                        .and_then(|code| code.0.cloudprovider_secret_reads(object))
+                        .map(|(key, value)| Need::LabelledSecrets {
                             key: key.into(),
                             value: value.into(),
-                        })
-                    }
+                        }),
                     Action::EtcdStorage(e) => etcd::backup_bucket_name(e, object)
                         .map(|name| Need::BackupBucket { name: name.into() }),
                     _ => None,
@@ -412,12 +407,18 @@ impl Engine {
             for action in &rule.actions {
                 let current = draft.to_object();
                 let new = match action {
-                    Action::CloudproviderSecret(c) => {
-                        let ctx = secret::SecretContext {
+                    Action::CloudproviderSecret(_) => {
+                        let ctx = SecretContext {
                             shoot,
-                            tenant_secrets: &objects.labelled,
+                            labelled_secrets: &objects.labelled,
                         };
-                        secret::ensure(c.provider, &current, &ctx).map_err(deny)?
+                        // A profile with this action has code (checked at load).
+                        match self.profile.code {
+                            Some(code) => {
+                                ensure_cloudprovider_secret(code.0, &current, &ctx).map_err(deny)?
+                            }
+                            None => None,
+                        }
                     }
                     Action::EtcdStorage(e) => {
                         let ctx = etcd::EtcdContext {

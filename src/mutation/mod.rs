@@ -7,10 +7,10 @@
 //!   only the places they change are copied and diffed;
 //! * `apply.rs`, `primitives.rs`, `sidecar.rs`: the actions, Gardener's
 //!   helpers with their Go semantics;
-//! * [`osc`]: the OperatingSystemConfig mutation and its codecs (systemd
-//!   units, command lines, the kubelet configuration, sysctl text, file
-//!   encodings);
-//! * [`secret`], [`etcd`]: the `cloudprovider` Secret and Etcd ensurers;
+//! * [`osc`]: the OperatingSystemConfig mutation, over the codecs of
+//!   [`crate::gocompat`];
+//! * [`etcd`]: the Etcd ensurer; the `cloudprovider` Secret's is the
+//!   provider's Rust ([`crate::providers::ProviderCode::cloudprovider_secret`]);
 //! * [`WebhookMutator`]: the [`crate::admission::Mutator`] shell that decodes
 //!   requests within the engine's reach and reads the shoot context and the
 //!   needed Secrets/ConfigMaps from a [`crate::state::StateSource`].
@@ -24,7 +24,6 @@ pub mod etcd;
 pub mod osc;
 mod place;
 pub mod primitives;
-pub mod secret;
 mod shape;
 mod sidecar;
 mod webhook;

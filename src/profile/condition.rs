@@ -1,5 +1,6 @@
-//! The one condition language of a profile: what a rule's `when:` and a CCM
-//! argument's `when:` can ask about a shoot.
+//! The one condition language of a profile: what a rule's `when:` and a
+//! component's `when:`/`$when:` (on objects, list items and map entries) can
+//! ask about a shoot.
 //!
 //! A condition is a map; every key given must hold:
 //!
@@ -12,11 +13,12 @@
 //! | `overlayEnabled: true\|false` | the networking `providerConfig.overlay.enabled` (absent: enabled) |
 //! | `seedInShootRegion: true\|false` | the seed runs on the same provider type and in the shoot's region |
 //! | `vpaEnabled: true\|false` | the shoot wants a VerticalPodAutoscaler (`spec.kubernetes.verticalPodAutoscaler.enabled`) |
-//! | `workloadIdentity: true\|false` | the credentials Secret counts as workload identity (only where the credentials are read: the `ccm:` section) |
+//! | `workloadIdentity: true\|false` | the credentials Secret counts as workload identity (only where the credentials are read: components) |
 //! | `annotation: <key>` | the shoot annotation parses as true (Go's `strconv.ParseBool`) |
 //! | `kubelet: "<range>"` | (OperatingSystemConfig rules) the pool's kubelet version is in the range |
 //! | `configMapExists: {name, namespace?}` | (OperatingSystemConfig rules) the ConfigMap exists, in the object's namespace or the shoot's `technicalID` |
 //! | `infrastructureConfig`, `controlPlaneConfig`, `cloudProfileConfig: {path, equals \| notFalse: true}` | a field of the shoot's InfrastructureConfig, ControlPlaneConfig or the CloudProfile's providerConfig, by dotted path, equals the value / is absent, null or anything but `false` |
+//! | `value: {of: <expression>, equals \| notFalse: true \| notEmpty: true\|false \| contains}` | (components) a value of the component language ([`super::component`]) equals the value / is not `false` / is (not) absent, null, `""`, `[]` or `{}` / is a list with that item |
 //! | `all: [...]`, `any: [...]`, `not: {...}` | combinators |
 //!
 //! Conditions are compiled once, when the profile loads, with errors naming
@@ -31,6 +33,7 @@ use semver::Version;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::component::expr::Expr;
 use super::version::VersionRange;
 use crate::gardener::ShootContext;
 
@@ -60,6 +63,21 @@ pub struct Facts<'a> {
     /// The ConfigMaps that exist, of those OperatingSystemConfig rules ask
     /// about; `None` for other objects.
     pub config_maps: Option<&'a BTreeSet<(NamespaceRef, String)>>,
+    /// The values of the component language; `None` outside components.
+    pub values: Option<&'a dyn ValueLookup>,
+}
+
+/// Where a `value` condition finds its values (a component being rendered).
+pub trait ValueLookup {
+    /// The expression's value (null when absent); the error says why it
+    /// cannot be computed.
+    fn value(&self, expr: &Expr) -> Result<Value, String>;
+}
+
+impl fmt::Debug for dyn ValueLookup + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ValueLookup")
+    }
 }
 
 impl<'a> Facts<'a> {
@@ -71,6 +89,7 @@ impl<'a> Facts<'a> {
             workload_identity: None,
             kubelet: None,
             config_maps: None,
+            values: None,
         }
     }
 }
@@ -118,7 +137,9 @@ impl Fact {
                     families.is_empty() || (families.len() == 1 && families[0] == "IPv4");
                 !ipv4_only || shoot.shoot.status.networking.nodes.0.len() == 2
             }
-            Fact::OverlayEnabled => overlay_enabled(shoot)?,
+            Fact::OverlayEnabled => shoot
+                .overlay_enabled()
+                .map_err(|(field, reason)| ConditionError::Shoot { field, reason })?,
             Fact::SeedInShootRegion => {
                 shoot.seed_provider_type() == Some(facts.provider)
                     && shoot.seed_region() == Some(shoot.region())
@@ -128,26 +149,6 @@ impl Fact {
                 .ok_or(ConditionError::Unknown(Fact::WorkloadIdentity.key()))?,
             Fact::VpaEnabled => shoot.vpa_enabled(),
         })
-    }
-}
-
-/// `spec.networking.providerConfig.overlay.enabled`; absent means enabled.
-fn overlay_enabled(shoot: &ShootContext) -> Result<bool, ConditionError> {
-    match shoot
-        .shoot
-        .spec
-        .networking
-        .provider_config
-        .as_ref()
-        .and_then(|c| c.get("overlay"))
-        .and_then(|o| o.get("enabled"))
-    {
-        None | Some(Value::Null) => Ok(true),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(ConditionError::Shoot {
-            field: "spec.networking.providerConfig.overlay.enabled".into(),
-            reason: format!("{other} is not a boolean"),
-        }),
     }
 }
 
@@ -198,6 +199,39 @@ pub enum FieldTest {
     Present(bool),
 }
 
+/// What a `value` condition asks of its value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueTest {
+    /// Equals this JSON value (absent equals `null`).
+    Equals(Value),
+    /// Anything but `false`.
+    NotFalse,
+    /// `true`: not absent, null, `""`, `[]` or `{}`; `false`: one of them.
+    NotEmpty(bool),
+    /// A list that has this item.
+    Contains(Value),
+}
+
+impl ValueTest {
+    fn holds(&self, value: &Value) -> bool {
+        match self {
+            ValueTest::Equals(want) => value == want,
+            ValueTest::NotFalse => value != &Value::Bool(false),
+            ValueTest::NotEmpty(want) => {
+                let empty = match value {
+                    Value::Null => true,
+                    Value::String(s) => s.is_empty(),
+                    Value::Array(a) => a.is_empty(),
+                    Value::Object(m) => m.is_empty(),
+                    _ => false,
+                };
+                empty != *want
+            }
+            ValueTest::Contains(item) => value.as_array().is_some_and(|a| a.contains(item)),
+        }
+    }
+}
+
 /// A compiled condition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Condition {
@@ -226,6 +260,11 @@ pub enum Condition {
         path: Vec<String>,
         test: FieldTest,
     },
+    /// A value of the component language passes a test.
+    Value {
+        expr: Expr,
+        test: ValueTest,
+    },
     All(Vec<Condition>),
     Any(Vec<Condition>),
     Not(Box<Condition>),
@@ -240,6 +279,9 @@ pub enum ConditionError {
     /// A fact this place does not know (ruled out when the profile loads).
     #[error("the condition {0} cannot be evaluated here")]
     Unknown(&'static str),
+    /// A value a `value` condition reads cannot be computed.
+    #[error("condition value {expr}: {reason}")]
+    Value { expr: String, reason: String },
 }
 
 /// Where a condition is written, which decides the facts it may use.
@@ -247,15 +289,16 @@ pub enum ConditionError {
 pub enum Place {
     /// A rule of `components:` (the webhook does not read the credentials for it).
     Rule,
-    /// The `ccm:` section (the renderer holds the credentials Secret).
-    Ccm,
+    /// A control-plane component (the renderer holds the credentials Secret
+    /// and the component's values).
+    Component,
     /// A rule of the `operatingsystemconfig` component (knows the pool's
     /// kubelet version and the ConfigMaps its conditions name).
     Osc,
 }
 
 /// The keys a condition map may have, in the order they are combined.
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "kubernetes",
     "workerKubernetes",
     "kubelet",
@@ -270,6 +313,7 @@ const KEYS: [&str; 17] = [
     "infrastructureConfig",
     "controlPlaneConfig",
     "cloudProfileConfig",
+    "value",
     "all",
     "any",
     "not",
@@ -347,6 +391,14 @@ impl Condition {
                         config.of(shoot).is_some_and(|c| !c.is_null()) == *want
                     }
                 }
+            }
+            Condition::Value { expr, test } => {
+                let lookup = facts.values.ok_or(ConditionError::Unknown("value"))?;
+                let value = lookup.value(expr).map_err(|reason| ConditionError::Value {
+                    expr: expr.text.clone(),
+                    reason,
+                })?;
+                test.holds(&value)
             }
             Condition::All(all) => {
                 for c in all {
@@ -427,6 +479,16 @@ impl Condition {
                     FieldTest::Present(false) => "is not given".to_string(),
                 },
             ),
+            Condition::Value { expr, test } => format!(
+                "value {expr} {}: {verdict}",
+                match test {
+                    ValueTest::Equals(v) => format!("== {v}"),
+                    ValueTest::NotFalse => "is not false".to_string(),
+                    ValueTest::NotEmpty(true) => "is not empty".to_string(),
+                    ValueTest::NotEmpty(false) => "is empty".to_string(),
+                    ValueTest::Contains(v) => format!("contains {v}"),
+                }
+            ),
             Condition::All(all) => format!(
                 "all[{}]",
                 all.iter()
@@ -442,6 +504,19 @@ impl Condition {
                     .join("; "),
             ),
             Condition::Not(inner) => format!("not({}): {verdict}", inner.explain(facts)),
+        }
+    }
+
+    /// The expressions of the `value` conditions, appended to `out` (checked
+    /// when a component loads).
+    pub fn value_exprs<'c>(&'c self, out: &mut Vec<&'c Expr>) {
+        match self {
+            Condition::Value { expr, .. } => out.push(expr),
+            Condition::All(list) | Condition::Any(list) => {
+                list.iter().for_each(|c| c.value_exprs(out));
+            }
+            Condition::Not(c) => c.value_exprs(out),
+            _ => {}
         }
     }
 
@@ -481,6 +556,9 @@ impl Condition {
             Condition::Field { config, .. } => {
                 out.insert(config.key());
             }
+            Condition::Value { .. } => {
+                out.insert("value");
+            }
             Condition::All(list) => {
                 out.insert("all");
                 list.iter().for_each(|c| c.keys(out));
@@ -509,9 +587,9 @@ fn compile_key(key: &str, v: &Value, field: &str, place: Place) -> Result<Condit
         let Value::Bool(want) = v else {
             return invalid(format!("must be true or false, not {v}"));
         };
-        if fact == Fact::WorkloadIdentity && place == Place::Rule {
+        if fact == Fact::WorkloadIdentity && place != Place::Component {
             return invalid(
-                "is only known where the credentials are read (the ccm: section); \
+                "is only known where the credentials are read (components); \
                  a rule can ask the provider sidecar for workload identity instead"
                     .into(),
             );
@@ -520,6 +598,15 @@ fn compile_key(key: &str, v: &Value, field: &str, place: Place) -> Result<Condit
     }
     if let Some(config) = Config::ALL.into_iter().find(|c| c.key() == key) {
         return compile_field(config, v, field);
+    }
+    if key == "value" {
+        if place != Place::Component {
+            return invalid(
+                "is only known in components, where the values of the component language are"
+                    .into(),
+            );
+        }
+        return compile_value(v, field);
     }
     if matches!(key, "kubelet" | "configMapExists") && place != Place::Osc {
         return invalid(format!(
@@ -590,6 +677,39 @@ fn compile_key(key: &str, v: &Value, field: &str, place: Place) -> Result<Condit
         )?))),
         other => invalid(format!("unknown {other:?}")),
     }
+}
+
+fn compile_value(v: &Value, field: &str) -> Result<Condition, Invalid> {
+    let map = object(
+        v,
+        field,
+        &["of", "equals", "notFalse", "notEmpty", "contains"],
+    )?;
+    let expr = match map.get("of") {
+        Some(Value::String(text)) => Expr::parse(text).map_err(|e| (format!("{field}.of"), e))?,
+        _ => {
+            return Err((
+                format!("{field}.of"),
+                "must be an expression, e.g. controlPlaneConfig.storage.managedDefaultClass".into(),
+            ));
+        }
+    };
+    let tests: Vec<&String> = map.keys().filter(|k| *k != "of").collect();
+    let test = match (tests.as_slice(), tests.first().and_then(|k| map.get(*k))) {
+        ([k], Some(v)) if k.as_str() == "equals" => ValueTest::Equals(v.clone()),
+        ([k], Some(v)) if k.as_str() == "contains" => ValueTest::Contains(v.clone()),
+        ([k], Some(Value::Bool(true))) if k.as_str() == "notFalse" => ValueTest::NotFalse,
+        ([k], Some(Value::Bool(b))) if k.as_str() == "notEmpty" => ValueTest::NotEmpty(*b),
+        _ => {
+            return Err((
+                field.to_string(),
+                "needs `of` and exactly one of `equals: <value>`, `notFalse: true`, \
+                 `notEmpty: true|false` or `contains: <item>`"
+                    .into(),
+            ));
+        }
+    };
+    Ok(Condition::Value { expr, test })
 }
 
 fn range(v: &Value, field: &str) -> Result<VersionRange, Invalid> {
@@ -693,7 +813,22 @@ mod tests {
         );
         let (field, _) = compile(json!({"workloadIdentity": true})).unwrap_err();
         assert_eq!(field, "when.workloadIdentity");
-        assert!(Condition::compile(&json!({"workloadIdentity": true}), "when", Place::Ccm).is_ok());
+        assert!(
+            Condition::compile(&json!({"workloadIdentity": true}), "when", Place::Component)
+                .is_ok()
+        );
+        let (field, message) =
+            compile(json!({"value": {"of": "x", "notEmpty": true}})).unwrap_err();
+        assert_eq!(field, "when.value");
+        assert!(message.contains("only known in components"), "{message}");
+        let component = |v: Value| Condition::compile(&v, "when", Place::Component);
+        assert!(component(json!({"value": {"of": "a.b | b64", "notEmpty": false}})).is_ok());
+        let (field, _) = component(json!({"value": {"of": "a..b", "notEmpty": true}})).unwrap_err();
+        assert_eq!(field, "when.value.of");
+        let (field, message) =
+            component(json!({"value": {"of": "a", "notEmpty": true, "equals": 1}})).unwrap_err();
+        assert_eq!(field, "when.value");
+        assert!(message.contains("exactly one"), "{message}");
         let (_, message) = compile(json!("dualStack")).unwrap_err();
         assert!(
             message.starts_with("must be a map of conditions"),

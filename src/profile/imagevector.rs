@@ -3,11 +3,11 @@
 //! extension, in the same format, with `IMAGEVECTOR_OVERWRITE` merged as they
 //! merge it.
 //!
-//! A profile names images (`ccm.image: cloud-controller-manager`,
-//! `providerSidecar.image: machine-controller-manager-provider-aws`,
-//! `{{image:cloud-node-manager}}` in a `ccm` object); the vector says the
-//! repository and tag. Each built-in provider embeds its vector
-//! (`builtin/imagevector/<provider>.yaml`).
+//! A profile names images (`providerSidecar.image:
+//! machine-controller-manager-provider-aws`, `${images.cloud-controller-manager}`
+//! in a component); the vector says the repository and tag. Each provider
+//! folder has its vector (`images.yaml`; `src/providers/<provider>/` for the
+//! built-in ones).
 //!
 //! **Format** (`images:` list; unknown keys such as `sourceRepository` and
 //! `labels` are kept for `scion images` but not read): `name`; either `ref`, or
@@ -50,21 +50,6 @@ use super::version::VersionRange;
 
 /// Environment variable naming an image vector file merged over the built-in one.
 pub const OVERWRITE_ENV: &str = "IMAGEVECTOR_OVERWRITE";
-
-/// The embedded vectors of the built-in providers.
-const BUILTIN_VECTORS: &[(&str, &str)] = &[
-    (
-        "alicloud",
-        include_str!("builtin/imagevector/alicloud.yaml"),
-    ),
-    ("aws", include_str!("builtin/imagevector/aws.yaml")),
-    ("azure", include_str!("builtin/imagevector/azure.yaml")),
-    ("gcp", include_str!("builtin/imagevector/gcp.yaml")),
-    (
-        "openstack",
-        include_str!("builtin/imagevector/openstack.yaml"),
-    ),
-];
 
 /// Architecture asked for when none is given (Gardener's default).
 pub const DEFAULT_ARCHITECTURE: &str = "amd64";
@@ -167,20 +152,19 @@ impl ImageVector {
 
     /// The embedded vector of a built-in provider; empty for any other.
     pub fn builtin(provider: &str) -> ImageVector {
-        BUILTIN_VECTORS
-            .iter()
-            .find(|(p, _)| *p == provider)
-            .map(|(p, text)| {
-                ImageVector::parse(&format!("builtin/imagevector/{p}.yaml"), text)
+        crate::providers::builtin(provider)
+            .and_then(|folder| folder.file("images.yaml"))
+            .map(|text| {
+                ImageVector::parse(&format!("{provider}/images.yaml"), text)
                     .unwrap_or_else(|e| panic!("embedded image vector: {e}"))
             })
             .unwrap_or_default()
     }
 
-    /// The built-in vector of `provider` with the file named by
-    /// `IMAGEVECTOR_OVERWRITE` merged over it, as the Go extensions start.
-    pub fn builtin_with_env_overwrite(provider: &str) -> Result<ImageVector, ImageVectorError> {
-        let base = ImageVector::builtin(provider);
+    /// This vector with the file named by `IMAGEVECTOR_OVERWRITE` merged over
+    /// it, as the Go extensions start.
+    pub fn with_env_overwrite(self) -> Result<ImageVector, ImageVectorError> {
+        let base = self;
         match std::env::var_os(OVERWRITE_ENV) {
             Some(path) if !path.is_empty() => {
                 let path = std::path::PathBuf::from(path);

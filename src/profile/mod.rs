@@ -1,7 +1,9 @@
-//! Declarative provider profiles: one YAML file per provider, owned here
-//! whole — the rules of the webhook, the `ccm:` section, the one condition
-//! language and the one version syntax both use, parsed and validated in one
-//! pass with one error type that names the file, the rule and the field.
+//! Declarative provider profiles: the `profile.yaml` of a provider folder and
+//! what it names, owned here whole — the rules of the webhook, the
+//! control-plane components and their language, the one condition language
+//! and the one version syntax both use, the image vector — parsed and
+//! validated in one pass with one error type that names the file, the rule
+//! or object, and the field.
 //!
 //! | file | what |
 //! |---|---|
@@ -12,19 +14,18 @@
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
 //! | `osc.rs` | the OperatingSystemConfig actions (kubelet flag, unit option, kubelet config field, sysctl line, unit, file) |
 //! | `seed.rs` | the `cloudprovider` Secret and Etcd actions |
-//! | `ccm.rs`, `ccm_entries.rs`, `ccm_parts.rs`, `ccm_objects.rs` | the `ccm:` section ([`CcmSpec`]) and its extra objects |
-//! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]); `builtin/imagevector/<provider>.yaml` are the built-in ones |
+//! | `controlplane.rs` | the `controlPlane:` section ([`ControlPlaneSpec`]): the components the ControlPlane controller renders |
+//! | `component/` | the component language: component files, templates, expressions ([`component::Component`]) |
+//! | `imagevector.rs` | the image vector the profile's image names resolve in ([`ImageVector`]) |
 //! | `validate.rs` | the checks serde cannot make |
 //!
-//! The schema is documented in `docs/profiles.md`; the built-in profiles live
-//! in `src/profile/builtin/` and are embedded in the binary.
+//! The schema is documented in `docs/profiles.md`; the built-in profiles are
+//! the folders of `src/providers/`, embedded in the binary.
 
 mod actions;
-pub mod ccm;
-mod ccm_entries;
-mod ccm_objects;
-mod ccm_parts;
+pub mod component;
 mod condition;
+pub mod controlplane;
 pub mod imagevector;
 pub mod osc;
 pub mod seed;
@@ -42,8 +43,10 @@ pub use actions::{
     Action, ContainerNameRef, EnsureFlag, FlagList, KeyRef, KeyValue, ListItem, NameRef,
     ProviderSidecar, RemoveFlag, ReplaceFlag, Scope,
 };
-pub use ccm::CcmSpec;
-pub use condition::{Condition, ConditionError, Config, Fact, Facts, FieldTest};
+pub use condition::{
+    Condition, ConditionError, Config, Fact, Facts, FieldTest, ValueLookup, ValueTest,
+};
+pub use controlplane::{CodeRef, ControlPlaneSpec};
 pub use imagevector::{FindOptions, ImageVector, ImageVectorError};
 pub use targets::{
     ANY_NAME, CLOUDPROVIDER_WEBHOOK, CONTROLPLANE_WEBHOOK, ETCD_NAMES, Place, ProviderLabel,
@@ -53,57 +56,7 @@ pub use targets::{
 pub use version::VersionRange;
 
 /// Names of the built-in provider profiles.
-pub const BUILTIN_PROVIDERS: &[&str] = &["alicloud", "aws", "azure", "gcp", "openstack"];
-
-/// The profile files embedded in the binary, by provider.
-const BUILTIN_SOURCES: &[(&str, &str)] = &[
-    ("alicloud", include_str!("builtin/alicloud.yaml")),
-    ("aws", include_str!("builtin/aws.yaml")),
-    ("azure", include_str!("builtin/azure.yaml")),
-    ("gcp", include_str!("builtin/gcp.yaml")),
-    ("openstack", include_str!("builtin/openstack.yaml")),
-];
-
-/// The data files of the built-in profiles (`contentFile`, `valueFile`), by
-/// their path below `src/profile/builtin/`.
-const BUILTIN_FILES: &[(&str, &str)] = &[
-    (
-        "alicloud/provider-id-execstartpre",
-        include_str!("builtin/alicloud/provider-id-execstartpre"),
-    ),
-    (
-        "aws/custom-mtu.service",
-        include_str!("builtin/aws/custom-mtu.service"),
-    ),
-    (
-        "aws/ecr-credential-provider-config.json",
-        include_str!("builtin/aws/ecr-credential-provider-config.json"),
-    ),
-    (
-        "aws/mtu-customizer.sh",
-        include_str!("builtin/aws/mtu-customizer.sh"),
-    ),
-    (
-        "gcp/google-guest-agent.service",
-        include_str!("builtin/gcp/google-guest-agent.service"),
-    ),
-    (
-        "gcp/instance_configs.cfg",
-        include_str!("builtin/gcp/instance_configs.cfg"),
-    ),
-    (
-        "openstack/update-resolv-conf.path",
-        include_str!("builtin/openstack/update-resolv-conf.path"),
-    ),
-    (
-        "openstack/update-resolv-conf.service",
-        include_str!("builtin/openstack/update-resolv-conf.service"),
-    ),
-    (
-        "openstack/update-resolv-conf.sh",
-        include_str!("builtin/openstack/update-resolv-conf.sh"),
-    ),
-];
+pub use crate::providers::BUILTIN_PROVIDERS;
 
 /// Reads a data file a profile names; the error says why it cannot.
 pub type DataFiles<'a> = dyn Fn(&str) -> Result<String, String> + 'a;
@@ -114,14 +67,18 @@ pub const TEMPLATE_VARIABLES: &[&str] = &["namespace", "region"];
 /// A validated provider profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
-    /// Where it came from (`aws.yaml` for a built-in, else the path given).
+    /// Where it came from (`aws/profile.yaml` for a built-in, else the path given).
     pub source: String,
     pub provider: String,
     pub description: Option<String>,
     /// Rules per component, sorted by component name.
     pub components: Vec<(&'static str, Vec<Rule>)>,
-    /// The `ccm:` section, when the profile has one.
-    pub ccm: Option<CcmSpec>,
+    /// The Rust the profile names (`code: <name>`).
+    pub code: Option<CodeRef>,
+    /// The image vector (`imageVector:`, else the built-in one of the provider).
+    pub images: ImageVector,
+    /// The `controlPlane:` section, when the profile has one.
+    pub control_plane: Option<ControlPlaneSpec>,
     /// The k8s.io/kubelet minor the provider's Go extension is built with
     /// (`kubeletLibrary: "0.35"`): which KubeletConfiguration fields survive
     /// a re-encode. Default: the newest scion knows.
@@ -161,6 +118,13 @@ pub enum ProfileError {
         field: String,
         message: String,
     },
+    #[error("{file}: object {object}: field {field}: {message}")]
+    Object {
+        file: String,
+        object: String,
+        field: String,
+        message: String,
+    },
     #[error("{file}: {message}")]
     Other { file: String, message: String },
     #[error(
@@ -179,9 +143,15 @@ struct ProfileFile {
     /// Rules per component (`kube-apiserver`, `machine-controller-manager-vpa`, ...).
     #[serde(default)]
     components: BTreeMap<String, Vec<RuleFile>>,
-    /// The cloud-controller-manager the ControlPlane controller deploys.
+    /// The Rust of a built-in provider the profile uses (`code: aws`).
     #[serde(default)]
-    ccm: Option<CcmSpec>,
+    code: Option<String>,
+    /// The image vector file, relative to the profile.
+    #[serde(default)]
+    image_vector: Option<String>,
+    /// The components the ControlPlane controller deploys.
+    #[serde(default)]
+    control_plane: Option<controlplane::ControlPlaneFile>,
     /// The k8s.io/kubelet minor of the provider's Go extension, e.g. "0.35".
     #[serde(default)]
     kubelet_library: Option<String>,
@@ -205,29 +175,21 @@ struct RuleFile {
 }
 
 impl Profile {
-    /// The built-in profile of `provider`.
+    /// The built-in profile of `provider` (its folder in `src/providers/`).
     pub fn builtin(provider: &str) -> Result<Profile, ProfileError> {
-        let (_, text) = BUILTIN_SOURCES
-            .iter()
-            .find(|(name, _)| *name == provider)
-            .ok_or_else(|| ProfileError::UnknownProvider {
+        let folder =
+            crate::providers::builtin(provider).ok_or_else(|| ProfileError::UnknownProvider {
                 provider: provider.to_string(),
-                known: BUILTIN_SOURCES
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: BUILTIN_PROVIDERS.join(", "),
             })?;
-        Profile::parse(&format!("{provider}.yaml"), text, &|name: &str| {
-            BUILTIN_FILES
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, text)| (*text).to_string())
-                .ok_or_else(|| format!("no built-in data file {name:?}"))
+        let text = folder.file("profile.yaml").unwrap_or_default();
+        Profile::parse(&format!("{provider}/profile.yaml"), text, &|name: &str| {
+            builtin_file(folder, name)
         })
     }
 
-    /// Load a profile file (same schema as the built-ins).
+    /// Load a profile file; the files it names (components, image vector,
+    /// data files) are read relative to its directory.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
         let text = std::fs::read_to_string(path).map_err(|e| ProfileError::Io {
             path: path.display().to_string(),
@@ -241,15 +203,26 @@ impl Profile {
         })
     }
 
-    /// Parse and validate profile text; `file` names it in errors. Data files
-    /// are looked up among the built-in ones.
+    /// Load a provider folder: its `profile.yaml` and what that names.
+    pub fn load_dir(dir: &Path) -> Result<Profile, ProfileError> {
+        Profile::load(&dir.join("profile.yaml"))
+    }
+
+    /// Parse and validate profile text; `file` names it in errors. The files
+    /// it names are read from the built-in folder of its `provider`.
     pub fn from_yaml(file: &str, text: &str) -> Result<Profile, ProfileError> {
-        Profile::parse(file, text, &|name: &str| {
-            BUILTIN_FILES
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, text)| (*text).to_string())
-                .ok_or_else(|| format!("no data file {name:?} next to the profile"))
+        let provider = serde_saphyr::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| {
+                v.get("provider")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_default();
+        let folder = crate::providers::builtin(&provider);
+        Profile::parse(file, text, &|name: &str| match folder {
+            Some(folder) => builtin_file(folder, name),
+            None => Err(format!("no file {name:?} next to the profile")),
         })
     }
 
@@ -262,6 +235,16 @@ impl Profile {
         // YAML to a tree first (syntax errors with line and column), then
         // the schema with the path of the offending field.
         let tree: Value = serde_saphyr::from_str(text).map_err(|e| parse(e.to_string()))?;
+        if tree.get("ccm").is_some() {
+            return Err(ProfileError::Field {
+                file: file.to_string(),
+                field: "ccm".into(),
+                message: "the ccm: section is gone: the cloud-controller-manager is a component, \
+                          components/cloud-controller-manager.yaml next to the profile, listed in \
+                          controlPlane.components (docs/profiles.md, \"Components\")"
+                    .into(),
+            });
+        }
         let raw: ProfileFile = serde_path_to_error::deserialize(tree).map_err(|e| {
             let field = e.path().to_string();
             let message = e.into_inner().to_string();
@@ -287,11 +270,11 @@ impl Profile {
             .unwrap_or(&[])
     }
 
-    /// The image names the profile uses (the sidecars' and the CCM's), each
-    /// once, in the order they appear; [`ImageVector::has`] tells which a
-    /// vector lacks.
-    pub fn image_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
+    /// The image names the profile uses (the sidecars' and the components'),
+    /// each once, in the order they appear; [`ImageVector::has`] tells which
+    /// a vector lacks.
+    pub fn image_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
         let sidecars = self
             .components
             .iter()
@@ -299,14 +282,14 @@ impl Profile {
             .flat_map(|r| &r.actions);
         for action in sidecars {
             if let Action::ProviderSidecar(s) = action {
-                names.push(&s.image);
+                names.push(s.image.clone());
             }
         }
-        if let Some(ccm) = &self.ccm {
-            names.extend(ccm.image_names());
+        if let Some(plane) = &self.control_plane {
+            names.extend(plane.image_names());
         }
         let mut seen = std::collections::BTreeSet::new();
-        names.retain(|n| seen.insert(*n));
+        names.retain(|n| seen.insert(n.clone()));
         names
     }
 
@@ -315,14 +298,22 @@ impl Profile {
         self.components.iter().any(|(c, _)| *c == component)
     }
 
-    /// The `ccm:` section, which the ControlPlane controller needs.
-    pub fn ccm(&self) -> Result<&CcmSpec, ProfileError> {
-        self.ccm.as_ref().ok_or_else(|| ProfileError::Field {
+    /// The `controlPlane:` section, which the ControlPlane controller needs.
+    pub fn control_plane(&self) -> Result<&ControlPlaneSpec, ProfileError> {
+        self.control_plane.as_ref().ok_or_else(|| ProfileError::Field {
             file: self.source.clone(),
-            field: "ccm".into(),
-            message: "the profile has no ccm section; the ControlPlane controller needs one".into(),
+            field: "controlPlane".into(),
+            message: "the profile has no controlPlane section; the ControlPlane controller needs its components".into(),
         })
     }
+}
+
+/// A file of a built-in folder, for a profile's `files`.
+fn builtin_file(folder: &crate::providers::BuiltinFolder, name: &str) -> Result<String, String> {
+    folder
+        .file(name)
+        .map(str::to_string)
+        .ok_or_else(|| format!("no file {name:?} in the built-in folder {}", folder.name))
 }
 
 #[cfg(test)]
@@ -331,12 +322,11 @@ mod tests {
 
     #[test]
     fn builtins_load_and_are_listed() {
-        let names: Vec<&str> = BUILTIN_SOURCES.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, BUILTIN_PROVIDERS, "every listed provider has a file");
-        for (name, _) in BUILTIN_SOURCES {
-            assert!(BUILTIN_PROVIDERS.contains(name));
+        for name in BUILTIN_PROVIDERS {
             let profile = Profile::builtin(name).unwrap();
             assert_eq!(&profile.provider, name);
+            assert_eq!(profile.source, format!("{name}/profile.yaml"));
+            assert!(profile.control_plane.is_some(), "{name}");
         }
         let err = Profile::builtin("nope").unwrap_err().to_string();
         assert!(err.contains("\"nope\"") && err.contains("aws"), "{err}");
@@ -412,21 +402,32 @@ components:
     }
 
     #[test]
-    fn the_ccm_section_is_parsed_with_the_profile_and_errors_name_its_field() {
-        let e = err("provider: x\nccm:\n  anything: [1, {deep: true}]\n");
+    fn the_control_plane_section_names_component_files() {
+        let p = Profile::builtin("aws").unwrap();
+        let plane = p.control_plane().unwrap();
+        assert_eq!(plane.components[0].name, "cloud-controller-manager");
+        assert_eq!(plane.shoot_access(), ["cloud-controller-manager"]);
+        let none = Profile::from_yaml("x.yaml", "provider: x\n").unwrap();
+        let e = none.control_plane().unwrap_err().to_string();
         assert!(
-            e.starts_with("x.yaml: field ccm.anything: unknown field `anything`"),
+            e.starts_with("x.yaml: field controlPlane: the profile has no controlPlane section"),
             "{e}"
         );
-        let p = Profile::builtin("aws").unwrap();
-        assert_eq!(
-            p.ccm().unwrap().container_name,
-            "aws-cloud-controller-manager"
-        );
-        let none = Profile::from_yaml("x.yaml", "provider: x\n").unwrap();
-        let e = none.ccm().unwrap_err().to_string();
+        let e = err("provider: x\ncontrolPlane: {components: [nope]}\n");
         assert!(
-            e.starts_with("x.yaml: field ccm: the profile has no ccm section"),
+            e.starts_with(
+                "x.yaml: field controlPlane.components[0]: no file \"components/nope.yaml\""
+            ),
+            "{e}"
+        );
+        let e = err("provider: x\nccm: {}\n");
+        assert!(
+            e.contains("components/cloud-controller-manager.yaml"),
+            "{e}"
+        );
+        let e = err("provider: x\ncode: nope\n");
+        assert!(
+            e.starts_with("x.yaml: field code: no built-in code \"nope\""),
             "{e}"
         );
     }

@@ -3,10 +3,10 @@
 //! ensurers do (kubelet flags and unit options, kubelet configuration
 //! fields, sysctl lines, additional units and files).
 //!
-//! Long contents are data files next to the profile (`contentFile`,
-//! `valueFile`: for a built-in profile `src/profile/builtin/<file>`, embedded
-//! in the binary; for `--profile FILE` relative to the file's directory),
-//! read once when the profile loads.
+//! Long contents are data files of the provider folder (`contentFile`,
+//! `valueFile`, e.g. `files/custom-mtu.service`: relative to the profile, for
+//! a built-in one `src/providers/<provider>/`, embedded in the binary), read
+//! once when the profile loads.
 
 use std::collections::BTreeMap;
 

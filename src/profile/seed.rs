@@ -4,31 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which provider's `EnsureCloudProviderSecret` runs: the keys each writes
-/// are fixed by the provider's consumers (the CCM, CSI, MCM), so they are
-/// built-in functions rather than rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum CredentialsFlavour {
-    /// `credentialsFile` (INI) from the access key or the workload-identity role.
-    Aws,
-    /// `authURL`, `caCert`, `insecure` from the CloudProfile.
-    Openstack,
-    /// Workload identity only: `credentialsConfig` (external account JSON), `projectID`.
-    Gcp,
-    /// Workload identity `clientID`/`tenantID`/`subscriptionID`; static
-    /// credentials completed from the tenant's service principal Secret.
-    Azure,
-    /// `credentialsFile` (INI with spaces around `=`).
-    Alicloud,
-}
-
-/// `cloudproviderSecret: {provider}`.
+/// `cloudproviderSecret: {}`: the provider's `EnsureCloudProviderSecret`,
+/// in the Rust the profile's `code` names ([`crate::providers::ProviderCode::cloudprovider_secret`]):
+/// the keys it writes are fixed by the provider's consumers (the CCM, CSI,
+/// MCM), so they are code rather than rules.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CloudproviderSecret {
-    pub provider: CredentialsFlavour,
-}
+pub struct CloudproviderSecret {}
 
 /// Storage class and capacity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

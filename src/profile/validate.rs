@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::actions::{Action, Scope};
+use super::component::{Component, Known};
 use super::condition::{Condition, Place};
+use super::controlplane::{CodeRef, ControlPlaneFile, ControlPlaneSpec, DEFAULT_CCM_IMAGE};
+use super::imagevector::ImageVector;
 use super::osc::check_file;
 use super::targets::{TARGETS, target_for_component};
 use super::{DataFiles, Profile, ProfileError, ProfileFile, Rule, TEMPLATE_VARIABLES};
@@ -117,21 +120,146 @@ pub(super) fn compile(
                 ),
             })?,
     };
-    if let Some(ccm) = &raw.ccm {
-        ccm.validate()
-            .map_err(|(field, message)| ProfileError::Field {
-                file: file.to_string(),
-                field,
-                message,
-            })?;
+    let field = |field: &str, message: String| ProfileError::Field {
+        file: file.to_string(),
+        field: field.to_string(),
+        message,
+    };
+    let code = match raw.code.take() {
+        None => None,
+        Some(name) => Some(CodeRef(crate::providers::code(&name).ok_or_else(|| {
+            field(
+                "code",
+                format!(
+                    "no built-in code {name:?} (built in: {})",
+                    crate::providers::BUILTIN_PROVIDERS.join(", ")
+                ),
+            )
+        })?)),
+    };
+    let images = match raw.image_vector.take() {
+        None => ImageVector::builtin(&raw.provider),
+        Some(name) => {
+            let text = files(&name).map_err(|m| field("imageVector", m))?;
+            ImageVector::parse(&sibling(file, &name), &text)
+                .map_err(|e| field("imageVector", e.to_string()))?
+        }
+    };
+    if code.is_none()
+        && components
+            .iter()
+            .flat_map(|(_, rules)| rules)
+            .flat_map(|r: &Rule| &r.actions)
+            .any(|a| matches!(a, Action::CloudproviderSecret(_)))
+    {
+        return Err(field(
+            "code",
+            "the cloudprovider component's cloudproviderSecret action runs the profile's code; \
+             name it with `code: <provider>`"
+                .into(),
+        ));
     }
+    let control_plane = match raw.control_plane.take() {
+        None => None,
+        Some(section) => Some(control_plane(
+            file,
+            &raw.provider,
+            section,
+            code,
+            &images,
+            files,
+        )?),
+    };
     Ok(Profile {
         source: file.to_string(),
         provider: raw.provider,
         description: raw.description,
         components,
-        ccm: raw.ccm,
+        code,
+        images,
+        control_plane,
         kubelet_library,
+    })
+}
+
+/// The path of `name` next to the profile `file`, for messages.
+fn sibling(file: &str, name: &str) -> String {
+    match file.rfind('/') {
+        Some(at) => format!("{}/{name}", &file[..at]),
+        None => name.to_string(),
+    }
+}
+
+/// The `controlPlane:` section: each component file read and checked.
+fn control_plane(
+    file: &str,
+    provider: &str,
+    section: ControlPlaneFile,
+    code: Option<CodeRef>,
+    images: &ImageVector,
+    files: &DataFiles<'_>,
+) -> Result<ControlPlaneSpec, ProfileError> {
+    let known = Known {
+        images,
+        code: code.map(|c| c.0),
+        secrets: &[crate::secrets::SERVER_CONFIG],
+    };
+    let mut components: Vec<Component> = Vec::with_capacity(section.components.len());
+    for (i, name) in section.components.iter().enumerate() {
+        let path = format!("components/{name}.yaml");
+        let text = files(&path).map_err(|m| ProfileError::Field {
+            file: file.to_string(),
+            field: format!("controlPlane.components[{i}]"),
+            message: m,
+        })?;
+        let component_file = sibling(file, &path);
+        let component = Component::parse(&component_file, &text, &known).map_err(|e| {
+            if e.object.is_empty() || e.field.is_empty() {
+                // A field of the file, or a whole object or value.
+                ProfileError::Field {
+                    file: component_file.clone(),
+                    field: if e.field.is_empty() {
+                        e.object
+                    } else {
+                        e.field
+                    },
+                    message: e.message,
+                }
+            } else {
+                ProfileError::Object {
+                    file: component_file.clone(),
+                    object: e.object,
+                    field: e.field,
+                    message: e.message,
+                }
+            }
+        })?;
+        if component.name != *name {
+            return Err(ProfileError::Field {
+                file: component_file,
+                field: "name".into(),
+                message: format!(
+                    "{:?} differs from the file name the profile lists ({name:?})",
+                    component.name
+                ),
+            });
+        }
+        if components.iter().any(|c| c.name == component.name) {
+            return Err(ProfileError::Field {
+                file: file.to_string(),
+                field: format!("controlPlane.components[{i}]"),
+                message: format!("{name:?} is listed twice"),
+            });
+        }
+        components.push(component);
+    }
+    Ok(ControlPlaneSpec {
+        provider: provider.to_string(),
+        code,
+        ccm_image: section
+            .ccm_image
+            .unwrap_or_else(|| DEFAULT_CCM_IMAGE.to_string()),
+        components,
     })
 }
 

@@ -12,14 +12,13 @@ use futures::FutureExt as _;
 use crate::controller::StopSignal;
 
 use crate::controller::extension::metrics::ControllerMetrics;
-use crate::controller::health::{Caches, HealthChecks};
+use crate::controller::health::{self, HealthChecks, HealthMetrics};
 use crate::controller::heartbeat::Heartbeat;
 use crate::controller::{
     self, ControlPlaneActuator, ControlPlaneReconciler, controlplane, extension,
 };
 use crate::deploy::{self, Extension};
-use crate::profile::ccm::ConfigDelivery;
-use crate::profile::{CcmSpec, ImageVector};
+use crate::profile::{ControlPlaneSpec, ImageVector};
 use crate::server::Readiness;
 use crate::state::throttle::ThrottleLayer;
 use crate::state::{DEFAULT_DEBOUNCE, KubeState, KubeStateOptions, ObjectsDir, StateSource};
@@ -183,17 +182,15 @@ impl LeaderWork {
                     part_stop(),
                 )),
             ));
-            if let Some(health) = self.health.clone()
-                && let Ok(store) = store_rx.await
-            {
-                tracing::info!(period = %crate::gardener::duration::text(health.period), "starting the health checks");
-                let (caches, driver) =
-                    Caches::start(&self.client, store, &health.managed_resources, part_stop());
-                tasks.push(("the health-check caches", tokio::spawn(driver)));
-                tasks.push((
-                    "the health checks",
-                    tokio::spawn(health.run(caches, part_stop())),
-                ));
+            if let Some(health) = self.health.clone() {
+                match store_rx.await {
+                    Ok(store) => {
+                        tasks.extend(health::start(health, &self.client, store, &part_stop))
+                    }
+                    Err(_) => tracing::error!(
+                        "health checks not started: the ControlPlane controller ended before handing over its cache"
+                    ),
+                }
             }
         }
         if let Some(heartbeat) = self.heartbeat.clone() {
@@ -253,7 +250,7 @@ impl LeaderWork {
 /// What the ControlPlane controller is built from.
 pub struct ControllerSettings {
     pub provider: String,
-    pub spec: CcmSpec,
+    pub spec: ControlPlaneSpec,
     pub images: ImageVector,
     pub ignore_operation_annotation: bool,
     /// `--controlplane-max-concurrent-reconciles`.
@@ -291,13 +288,12 @@ pub fn health_checks(
     reconciler: &ControlPlaneReconciler,
     period: std::time::Duration,
     concurrency: usize,
+    metrics: Option<HealthMetrics>,
 ) -> Arc<HealthChecks> {
-    let mut managed_resources = Vec::new();
-    if reconciler.actuator.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
-        managed_resources.push(controlplane::CONFIG_MR.to_string());
-    }
-    managed_resources.push(controlplane::SEED_MR.to_string());
-    managed_resources.push(controlplane::SHOOT_MR.to_string());
+    let managed_resources = controlplane::always_written(&reconciler.actuator.spec)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     Arc::new(HealthChecks {
         client,
         state,
@@ -308,5 +304,7 @@ pub fn health_checks(
         managed_resources,
         now: controller::extension::status::now_rfc3339,
         concurrency,
+        metrics,
+        warned: Default::default(),
     })
 }

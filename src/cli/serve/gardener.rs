@@ -10,6 +10,7 @@
 
 use clap::Args;
 
+use crate::deploy::WebhookClient;
 use crate::profile::WEBHOOKS;
 
 /// Controllers `--disable-controllers` knows (Go switch names scion has).
@@ -34,10 +35,15 @@ pub struct GoExtensionFlags {
     /// ControlPlanes whose health condition is written at the same time.
     #[arg(long, env = "SCION_HEALTHCHECK_MAX_CONCURRENT_RECONCILES", value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     pub healthcheck_max_concurrent_reconciles: u16,
-    /// How the webhook configuration reaches the server; scion registers its
-    /// webhooks by Service, so only `service` is accepted.
-    #[arg(long, env = "SCION_WEBHOOK_CONFIG_MODE", value_name = "MODE", default_value = "service", value_parser = ["service"])]
+    /// How the API server reaches the webhook server: `service` (the
+    /// extension's Service) or `url` (`https://<--webhook-config-url>/<path>`,
+    /// for a server outside the seed's pod network).
+    #[arg(long, env = "SCION_WEBHOOK_CONFIG_MODE", value_name = "MODE", default_value = "service", value_parser = ["service", "url"])]
     pub webhook_config_mode: String,
+    /// host[:port] the webhook configuration points at in `url` mode; the
+    /// managed serving certificate names its host.
+    #[arg(long, env = "SCION_WEBHOOK_CONFIG_URL", value_name = "HOST[:PORT]")]
+    pub webhook_config_url: Option<String>,
     /// Elect a leader through a Lease before running the controller and the
     /// webhook registration; `false` runs them at once (one replica only).
     #[arg(long, env = "SCION_LEADER_ELECTION", value_name = "BOOL", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -165,8 +171,26 @@ impl GoExtensionFlags {
         Ok(out)
     }
 
+    /// How the webhook configuration reaches the server
+    /// (`--webhook-config-mode`, `--webhook-config-url`).
+    pub fn webhook_client(&self) -> Result<WebhookClient, String> {
+        match (self.webhook_config_mode.as_str(), &self.webhook_config_url) {
+            ("url", Some(url)) => {
+                WebhookClient::url(url).map_err(|e| format!("--webhook-config-url: {e}"))
+            }
+            ("url", None) => {
+                Err("--webhook-config-mode=url needs --webhook-config-url host[:port]".into())
+            }
+            (_, Some(_)) => {
+                Err("--webhook-config-url is used only with --webhook-config-mode=url".into())
+            }
+            _ => Ok(WebhookClient::Service),
+        }
+    }
+
     /// Checks clap cannot express.
     pub fn validate(&self) -> Result<(), String> {
+        self.webhook_client()?;
         self.disabled_webhooks()?;
         self.disabled_controllers()?;
         if self.leader_election_id.as_deref() == Some("") {
@@ -231,7 +255,6 @@ mod tests {
         assert!(i.ignore_operation_annotation && i.validate().is_ok());
         let f = parse(&["--ignore-operation-annotation=false"]).unwrap();
         assert!(!f.ignore_operation_annotation);
-        assert!(parse(&["--webhook-config-mode=url"]).is_err());
         assert!(parse(&["--webhook-config-service-port=443"]).is_ok());
         let gates = parse(&["--feature-gates=MTUCustomizer=true,B=false"]).unwrap();
         assert_eq!(
@@ -249,6 +272,44 @@ mod tests {
                 .unwrap()
                 .healthcheck_max_concurrent_reconciles,
             7
+        );
+        assert!(parse(&["--webhook-config-mode=url-service"]).is_err());
+        let no_url = parse(&["--webhook-config-mode=url"]).unwrap();
+        assert!(
+            no_url
+                .validate()
+                .unwrap_err()
+                .contains("needs --webhook-config-url")
+        );
+        let stray = parse(&["--webhook-config-url=127.0.0.1:9443"]).unwrap();
+        assert!(
+            stray
+                .validate()
+                .unwrap_err()
+                .contains("only with --webhook-config-mode=url")
+        );
+        let bad = parse(&[
+            "--webhook-config-mode=url",
+            "--webhook-config-url=https://x/y",
+        ])
+        .unwrap();
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .starts_with("--webhook-config-url: invalid webhook URL")
+        );
+        let url = parse(&[
+            "--webhook-config-mode=url",
+            "--webhook-config-url=127.0.0.1:9443",
+        ])
+        .unwrap();
+        assert_eq!(
+            url.webhook_client().unwrap(),
+            WebhookClient::Url("127.0.0.1:9443".into())
+        );
+        assert_eq!(
+            parse(&[]).unwrap().webhook_client().unwrap(),
+            WebhookClient::Service
         );
         assert!(parse(&["--kube-api-qps=0"]).is_err());
         assert!(parse(&["--controlplane-max-concurrent-reconciles=0"]).is_err());

@@ -238,7 +238,7 @@ fn build_mutator(
 
 /// The installation `serve` belongs to: the profile's provider in
 /// `--webhook-namespace` (default: the client's namespace), without the
-/// `--disable-webhooks`.
+/// `--disable-webhooks`, reached as `--webhook-config-mode` says.
 fn extension(
     args: &ServeArgs,
     profile: &Profile,
@@ -249,7 +249,8 @@ fn extension(
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
     Ok(Extension::new(&profile.provider, &namespace)?
-        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?))
+        .with_disabled_webhooks(args.go.disabled_webhooks().map_err(anyhow::Error::msg)?)
+        .with_webhook_client(args.go.webhook_client().map_err(anyhow::Error::msg)?))
 }
 
 /// The leader-only work the flags ask for; `None` without a Kubernetes API.
@@ -289,20 +290,11 @@ fn leader_work(
     let provider = profile.provider.clone();
     let extension = extension(args, profile, &client)?;
     let controller = if wants_controller {
-        let spec = profile.ccm().cloned().with_context(|| {
+        // The components' images were checked against the profile's vector
+        // when it loaded.
+        let spec = profile.control_plane().cloned().with_context(|| {
             format!("the ControlPlane controller cannot use {}", profile.source)
         })?;
-        let missing: Vec<&str> = spec
-            .image_names()
-            .into_iter()
-            .filter(|n| !images.has(n))
-            .collect();
-        if !missing.is_empty() {
-            anyhow::bail!(
-                "the ccm section names images the image vector does not have: {}",
-                missing.join(", ")
-            );
-        }
         Some(components::controller_context(
             client.clone(),
             state.clone(),
@@ -325,6 +317,9 @@ fn leader_work(
             ctx,
             args.healthcheck_sync_period,
             usize::from(args.go.healthcheck_max_concurrent_reconciles),
+            Some(crate::controller::health::HealthMetrics::register(
+                &mut metrics.registry(),
+            )),
         )),
         _ => None,
     };
@@ -406,12 +401,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = args.provider.profile()?;
-    let images = ImageVector::builtin_with_env_overwrite(&profile.provider)?;
+    let images = super::provider::images(&profile)?;
     let limit = components::ClientLimit {
         qps: args.go.kube_api_qps,
         burst: args.go.kube_api_burst,
     };
     let choice = components::open_state(args.objects_dir.as_deref(), &readiness, limit).await?;
+    if args.register_webhook && !args.manage_certs {
+        // The registration reads `<cert-dir>/ca.crt` at once: generate the
+        // development certificate (when the directory has none) before the
+        // leader starts, not when the server binds.
+        prepare_certificates(&args.server_config())?;
+    }
     let cert_client = choice.client.clone().filter(|_| args.manage_certs);
     let cert_extension = match &cert_client {
         Some(client) => Some(extension(&args, &profile, client)?),
@@ -499,6 +500,28 @@ fn start_line(args: &ServeArgs) {
         version = env!("CARGO_PKG_VERSION"),
         "starting scion serve"
     );
+}
+
+/// Load the serving certificate of `config`, generating a development CA and
+/// certificate when the directory holds none (what the server does when it
+/// binds; it then finds them).
+fn prepare_certificates(config: &ServerConfig) -> anyhow::Result<()> {
+    let initial =
+        crate::tls::load_or_generate(&config.cert_dir, &config.cert_hosts).with_context(|| {
+            format!(
+                "cannot prepare the certificate in {}",
+                config.cert_dir.display()
+            )
+        })?;
+    if let Some(generated) = &initial.generated {
+        tracing::info!(
+            ca = %generated.ca_cert.display(),
+            names = %generated.names.join(", "),
+            reused_ca = generated.reused_ca,
+            "generated a development server certificate; clients must trust the CA file"
+        );
+    }
+    Ok(())
 }
 
 /// Completes on the first SIGTERM or SIGINT. Handlers are installed now, so

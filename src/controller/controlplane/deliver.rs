@@ -17,13 +17,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::ccm::DesiredObject;
 use crate::controller::Error;
 use crate::gardener::ManagedResource;
 use crate::gardener::managedresource::{
     GARBAGE_COLLECTABLE_LABEL, REFERENCE_ANNOTATION_PREFIX, RESOURCES_APPLIED,
 };
 use crate::managedresources::Bundle;
+use crate::render::DesiredObject;
 
 /// Write `bundle` unless the live ManagedResource already has its spec.
 pub(super) async fn apply(client: &kube::Client, bundle: &Bundle) -> Result<(), Error> {

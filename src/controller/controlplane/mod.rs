@@ -1,20 +1,22 @@
 //! The ControlPlane actuator (Gardener's `genericactuator`): certificates from
-//! the secrets manager, the shoot access Secret, the CCM rendered by
-//! [`crate::ccm`], delivered through the ManagedResources Gardener's own
+//! the secrets manager, the shoot access Secrets, the provider's components
+//! rendered by [`crate::render`], delivered through the ManagedResources Gardener's own
 //! provider extensions write — same names, classes, Secret layout — so that
 //! scion takes over a seed where a Go extension ran without doubles or orphans,
 //! and gardener-resource-manager (GRM) applies, repairs and deletes.
 //!
 //! | ManagedResource | class | data key | objects |
 //! |---|---|---|---|
-//! | `extension-controlplane-configuration-seed` | seed | `cloud-provider-config` | the cloud config and its companions (none on Alicloud) |
-//! | `extension-controlplane-seed` | seed | `seed-controlplane` | Deployment, Service, PDB, VPA, ServiceMonitor, PrometheusRule, ... |
-//! | `extension-controlplane-shoot` | shoot | `shoot-system-components` | RBAC, node agents |
+//! | `extension-controlplane-configuration-seed` | seed | `cloud-provider-config` | `into: configuration` (the cloud config and its companions); written when it has objects |
+//! | `extension-controlplane-seed` | seed | `seed-controlplane` | `into: seed` (Deployments, Services, PDBs, VPAs, ServiceMonitors, …); always |
+//! | `extension-controlplane-shoot` | shoot | `shoot-system-components` | `into: shoot` (RBAC, node agents); always |
+//! | `extension-controlplane-shoot-crds` | shoot | `shoot-crds` | `into: shootCrds`; written when it has objects |
+//! | `extension-controlplane-storageclasses` | shoot, `forceOverwriteAnnotations` | `shoot-storageclasses` | `into: storageClasses`; written when it has objects |
 //!
-//! scion does not render `extension-controlplane-shoot-crds`,
-//! `-storageclasses` or `-shoot-webhooks`; when a Go extension left them they
-//! stay as they are (GRM keeps applying them) and are deleted, in Gardener's
-//! order, with the ControlPlane.
+//! A ManagedResource a Go extension left that the components do not write
+//! (`-shoot-crds`, `-storageclasses`, `-shoot-webhooks`) stays as it is (GRM
+//! keeps applying it) and is deleted, in Gardener's order, with the
+//! ControlPlane.
 
 mod certificates;
 mod deliver;
@@ -27,11 +29,11 @@ use kube::api::Api;
 
 use super::extension::{Actuator, Outcome};
 use super::{Error, REQUEUE_AFTER};
-use crate::ccm::{self, RenderInput, Rendered};
 use crate::gardener::{ControlPlane, ObjectKind, ShootContext};
 use crate::managedresources::{self, Bundle, Class};
-use crate::profile::ccm::ConfigDelivery;
-use crate::profile::{CcmSpec, ImageVector};
+use crate::profile::component::Destination;
+use crate::profile::{ControlPlaneSpec, ImageVector};
+use crate::render::{self, DesiredObject, RenderInput, Rendered};
 use crate::state::StateSource;
 
 pub use certificates::IDENTITY_SELECTOR;
@@ -45,13 +47,45 @@ pub const SEED_KEY: &str = "seed-controlplane";
 /// The shoot ManagedResource and its data key.
 pub const SHOOT_MR: &str = "extension-controlplane-shoot";
 pub const SHOOT_KEY: &str = "shoot-system-components";
-/// ManagedResources of the Go extensions scion does not render.
+/// The shoot CRDs ManagedResource and its data key.
 pub const SHOOT_CRDS_MR: &str = "extension-controlplane-shoot-crds";
+pub const SHOOT_CRDS_KEY: &str = "shoot-crds";
+/// The storage classes ManagedResource and its data key.
 pub const STORAGECLASSES_MR: &str = "extension-controlplane-storageclasses";
+pub const STORAGECLASSES_KEY: &str = "shoot-storageclasses";
+/// The shoot webhooks ManagedResource of the Go extensions (scion writes none).
 pub const SHOOT_WEBHOOKS_MR: &str = "extension-controlplane-shoot-webhooks";
 
+/// The ManagedResource of each destination of the components: name, class,
+/// data key (the chart name), and whether it is written without objects.
+pub const MANAGED_RESOURCES: [(Destination, &str, Class, &str, bool); 5] = [
+    (
+        Destination::Configuration,
+        CONFIG_MR,
+        Class::Seed,
+        CONFIG_KEY,
+        false,
+    ),
+    (Destination::Seed, SEED_MR, Class::Seed, SEED_KEY, true),
+    (Destination::Shoot, SHOOT_MR, Class::Shoot, SHOOT_KEY, true),
+    (
+        Destination::ShootCrds,
+        SHOOT_CRDS_MR,
+        Class::Shoot,
+        SHOOT_CRDS_KEY,
+        false,
+    ),
+    (
+        Destination::StorageClasses,
+        STORAGECLASSES_MR,
+        Class::ShootForceAnnotations,
+        STORAGECLASSES_KEY,
+        false,
+    ),
+];
+
 /// The CCM Deployment's name.
-pub const CCM_DEPLOYMENT: &str = ccm::CCM_NAME;
+pub const CCM_DEPLOYMENT: &str = render::CCM_NAME;
 
 /// Everything the ControlPlane actuator needs.
 pub struct ControlPlaneActuator {
@@ -59,8 +93,8 @@ pub struct ControlPlaneActuator {
     pub state: Arc<dyn StateSource>,
     /// Provider type (`aws`), which also names the secrets-manager identity.
     pub provider: String,
-    /// The provider's CCM description.
-    pub spec: Arc<CcmSpec>,
+    /// The provider's components.
+    pub spec: Arc<ControlPlaneSpec>,
     /// The image vector the spec's image names resolve in.
     pub images: Arc<ImageVector>,
     /// CCM image override (wins over the image vector).
@@ -79,7 +113,7 @@ impl ControlPlaneActuator {
         client: kube::Client,
         state: Arc<dyn StateSource>,
         provider: impl Into<String>,
-        spec: Arc<CcmSpec>,
+        spec: Arc<ControlPlaneSpec>,
     ) -> Self {
         let provider = provider.into();
         ControlPlaneActuator {
@@ -95,7 +129,7 @@ impl ControlPlaneActuator {
         }
     }
 
-    /// Render the CCM for `cp` (credentials and kube-apiserver read here).
+    /// Render the components for `cp` (credentials and kube-apiserver read here).
     async fn render(
         &self,
         cp: &ControlPlane,
@@ -119,7 +153,7 @@ impl ControlPlaneActuator {
         } else {
             None
         };
-        Ok(ccm::render(
+        Ok(render::render(
             &RenderInput {
                 cp,
                 shoot,
@@ -159,23 +193,35 @@ impl ControlPlaneActuator {
 }
 
 /// The ManagedResources (with their Secrets) of a render, in the order they
-/// are written: configuration (when it has objects), seed, shoot.
+/// are written ([`MANAGED_RESOURCES`]): configuration, seed, shoot, shoot
+/// CRDs, storage classes; seed and shoot always, the others when they have
+/// objects.
 pub fn bundles(namespace: &str, rendered: &Rendered) -> Result<Vec<Bundle>, Error> {
-    let objects = |list: &[ccm::DesiredObject]| -> Vec<serde_json::Value> {
-        list.iter().map(|o| o.object.clone()).collect()
-    };
     let mut out = Vec::new();
-    let mut add = |name: &str, class: Class, key: &str, list: &[ccm::DesiredObject]| {
-        managedresources::bundle(namespace, name, class, key, &objects(list))
-            .map(|b| out.push(b))
-            .map_err(|e| Error::Internal(format!("encoding ManagedResource {name}: {e}")))
-    };
-    if !rendered.config.is_empty() {
-        add(CONFIG_MR, Class::Seed, CONFIG_KEY, &rendered.config)?;
+    for (destination, name, class, key, always) in MANAGED_RESOURCES {
+        let list: &[DesiredObject] = rendered.of(destination);
+        if list.is_empty() && !always {
+            continue;
+        }
+        let objects: Vec<serde_json::Value> = list.iter().map(|o| o.object.clone()).collect();
+        out.push(
+            managedresources::bundle(namespace, name, class, key, &objects)
+                .map_err(|e| Error::Internal(format!("encoding ManagedResource {name}: {e}")))?,
+        );
     }
-    add(SEED_MR, Class::Seed, SEED_KEY, &rendered.seed)?;
-    add(SHOOT_MR, Class::Shoot, SHOOT_KEY, &rendered.shoot)?;
     Ok(out)
+}
+
+/// The ManagedResources the actuator writes for every shoot of `spec`: seed
+/// and shoot, and those a component writes an object to unconditionally
+/// (the health checks watch them).
+pub fn always_written(spec: &ControlPlaneSpec) -> Vec<&'static str> {
+    let unconditional = spec.unconditional_destinations();
+    MANAGED_RESOURCES
+        .iter()
+        .filter(|(d, _, _, _, always)| *always || unconditional.contains(d))
+        .map(|(_, name, _, _, _)| *name)
+        .collect()
 }
 
 impl Actuator<ControlPlane> for ControlPlaneActuator {
@@ -186,7 +232,9 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         let namespace = cp.namespace();
         let plan = certificates::ensure(self, namespace, shoot).await?;
         let rendered = self.render(cp, shoot, &plan.server_secret).await?;
-        deliver::ensure_access_secret(&self.client, &rendered.access_secret).await?;
+        for secret in &rendered.access_secrets {
+            deliver::ensure_access_secret(&self.client, secret).await?;
+        }
         for bundle in bundles(namespace, &rendered)? {
             deliver::apply(&self.client, &bundle).await?;
         }
@@ -210,7 +258,11 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         force: bool,
     ) -> Result<(), Error> {
         let namespace = cp.namespace();
-        if self.spec.cloud_config.managed_resource == ConfigDelivery::Configuration {
+        if self
+            .spec
+            .unconditional_destinations()
+            .contains(&Destination::Configuration)
+        {
             match self.render(cp, shoot, crate::secrets::SERVER_CONFIG).await {
                 Ok(rendered) => {
                     if let Some(config) = bundles(namespace, &rendered)?
@@ -239,7 +291,10 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
         mrs.wait_deleted(SEED_MR).await?;
         mrs.delete(CONFIG_MR).await?;
         mrs.wait_deleted(CONFIG_MR).await?;
-        deliver::delete_secret(&self.client, namespace, ccm::SHOOT_ACCESS_SECRET).await?;
+        for service_account in self.spec.shoot_access() {
+            let name = render::shoot_access_secret_name(service_account);
+            deliver::delete_secret(&self.client, namespace, &name).await?;
+        }
         mrs.delete(SHOOT_WEBHOOKS_MR).await?;
         // Gardener skips this wait while hibernation is enabled: no shoot
         // kube-apiserver runs to delete the webhooks from.

@@ -129,16 +129,54 @@ pub fn should_skip<K: Extension>(obj: &K, op: OperationType) -> bool {
     migrated && !matches!(op, OperationType::Migrate | OperationType::Restore)
 }
 
-/// Whether new desired state is requested (Gardener's default predicate plus
-/// its generation check): an operation annotation, a deletion, an unfinished
-/// or failed last operation, or a generation not yet observed. Anything else —
-/// a resync, an event of our own status patch, a new scion version — renders
-/// nothing.
-pub fn needs_operation<K: Extension>(obj: &K, annotation: Option<&str>) -> bool {
-    annotation.is_some_and(|a| matches!(a, "reconcile" | "restore" | "migrate"))
-        || obj.meta().deletion_timestamp.is_some()
-        || obj.last_operation().is_none_or(|l| l.state != "Succeeded")
-        || obj.observed_generation() != obj.meta().generation
+/// What the reconciler remembers of an object when it looks at it again,
+/// as far as [`requested`] needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// This process has not looked at the object before (since it started or
+    /// forgot it): a controller-runtime CREATE event, which the initial list
+    /// of a (re)started extension also is.
+    pub first: bool,
+    /// The last operation of this process failed: controller-runtime's work
+    /// queue retries it (with backoff) whatever the predicates say.
+    pub failed: bool,
+    /// The actuator asked to be called again (`Outcome::RequeueAfter`).
+    pub requeue: bool,
+    /// [`trigger_hash`] of the last successful operation of this process.
+    pub done: Option<u64>,
+    /// With `--ignore-operation-annotation`: the object and its Cluster are
+    /// as they were at the last successful operation.
+    pub rendered_unchanged: bool,
+}
+
+/// Whether an operation is requested: Gardener's predicates
+/// (`extensions/pkg/predicate`, `DefaultControllerPredicates`) over the
+/// object alone, plus the work queue's retry of a failed reconcile.
+///
+/// | mode | requested when |
+/// |---|---|
+/// | default | the operation annotation is `reconcile`, `restore` or `migrate` (`HasOperationAnnotation`, every event); or the object is being deleted and this deletion was not completed already (`IsDeleting`; Gardener passes an UPDATE only when the status did not change, so the events of the reconciler's own status patches do not run it again); or, on the first look (a CREATE event, also after a restart), `lastOperation` is missing or not `Succeeded` (`LastOperationNotSuccessful`, CREATE only); or the last operation of this process failed; or the actuator asked for a requeue |
+/// | `--ignore-operation-annotation` | on the first look always (`GenerationChangedPredicate` passes every CREATE); then when the object (generation, operation annotation, `gardener.cloud/timestamp`, deletion) or its Cluster changed since the last success; or a failure or requeue is pending. Gardener's `GenerationChangedPredicate` would drop an annotation-only update; scion honours it (gardenlet waits for the annotation's removal) |
+///
+/// Not a request: a spec change (a new generation) without the annotation —
+/// it waits for the shoot's next reconcile in its maintenance window —, a
+/// resync, scion's own status patches, a new scion version.
+pub fn requested<K: Extension>(
+    obj: &K,
+    annotation: Option<&str>,
+    seen: Seen,
+    ignore_operation_annotation: bool,
+) -> bool {
+    let annotated = annotation.is_some_and(|a| matches!(a, "reconcile" | "restore" | "migrate"));
+    let pending = seen.failed || seen.requeue;
+    if ignore_operation_annotation {
+        return seen.first || annotated || pending || !seen.rendered_unchanged;
+    }
+    let deleting = obj.meta().deletion_timestamp.is_some();
+    annotated
+        || (deleting && seen.done != Some(trigger_hash(obj)))
+        || (seen.first && obj.last_operation().is_none_or(|l| l.state != "Succeeded"))
+        || pending
 }
 
 /// The properties whose change can request work: uid, generation, the operation
@@ -262,25 +300,187 @@ mod tests {
         ));
     }
 
+    /// Every case of Gardener's predicates, as [`requested`] documents them.
     #[test]
-    fn operation_due_only_when_requested_or_unfinished() {
+    fn requested_follows_gardeners_predicates() {
+        let first = Seen {
+            first: true,
+            ..Seen::default()
+        };
+        let again = Seen::default();
         let done = cp(Some(("Reconcile", "Succeeded")), false, 2, Some(2));
-        assert!(!needs_operation(&done, None));
-        assert!(needs_operation(&done, Some("reconcile")));
-        assert!(!needs_operation(&done, Some("wait-for-state")));
-        assert!(needs_operation(
-            &cp(Some(("Reconcile", "Succeeded")), false, 3, Some(2)),
-            None
-        ));
-        assert!(needs_operation(
-            &cp(Some(("Reconcile", "Error")), false, 2, Some(2)),
-            None
-        ));
-        assert!(needs_operation(&cp(None, false, 1, None), None));
-        assert!(needs_operation(
-            &cp(Some(("Reconcile", "Succeeded")), true, 2, Some(2)),
-            None
-        ));
+        let newer_spec = cp(Some(("Reconcile", "Succeeded")), false, 3, Some(2));
+        let errored = cp(Some(("Reconcile", "Error")), false, 2, Some(2));
+        let processing = cp(Some(("Create", "Processing")), false, 1, None);
+        let fresh = cp(None, false, 1, None);
+        let deleting = cp(Some(("Reconcile", "Succeeded")), true, 2, Some(2));
+        let cases: [(&str, &ControlPlane, Option<&str>, Seen, bool); 19] = [
+            // CREATE (first look, also the initial list after a restart)
+            (
+                "create: succeeded, nothing asked",
+                &done,
+                None,
+                first,
+                false,
+            ),
+            (
+                "create: new generation, no annotation",
+                &newer_spec,
+                None,
+                first,
+                false,
+            ),
+            (
+                "create: reconcile annotation",
+                &done,
+                Some("reconcile"),
+                first,
+                true,
+            ),
+            (
+                "create: restore annotation",
+                &done,
+                Some("restore"),
+                first,
+                true,
+            ),
+            (
+                "create: migrate annotation",
+                &done,
+                Some("migrate"),
+                first,
+                true,
+            ),
+            (
+                "create: wait-for-state is no request",
+                &done,
+                Some("wait-for-state"),
+                first,
+                false,
+            ),
+            ("create: no last operation", &fresh, None, first, true),
+            ("create: last operation Error", &errored, None, first, true),
+            (
+                "create: last operation Processing",
+                &processing,
+                None,
+                first,
+                true,
+            ),
+            ("create: being deleted", &deleting, None, first, true),
+            // UPDATE (looked at before)
+            (
+                "update: new generation, no annotation",
+                &newer_spec,
+                None,
+                again,
+                false,
+            ),
+            (
+                "update: reconcile annotation",
+                &newer_spec,
+                Some("reconcile"),
+                again,
+                true,
+            ),
+            (
+                "update: last operation Error, nothing pending",
+                &errored,
+                None,
+                again,
+                false,
+            ),
+            (
+                "update: our failure pending a retry",
+                &errored,
+                None,
+                Seen {
+                    failed: true,
+                    ..again
+                },
+                true,
+            ),
+            (
+                "update: requeue asked",
+                &done,
+                None,
+                Seen {
+                    requeue: true,
+                    ..again
+                },
+                true,
+            ),
+            (
+                "update: deletion starts",
+                &deleting,
+                None,
+                Seen {
+                    done: Some(trigger_hash(&done)),
+                    ..again
+                },
+                true,
+            ),
+            (
+                "update: deletion already completed (own status events)",
+                &deleting,
+                None,
+                Seen {
+                    done: Some(trigger_hash(&deleting)),
+                    ..again
+                },
+                false,
+            ),
+            (
+                "update: resync",
+                &done,
+                None,
+                Seen {
+                    done: Some(trigger_hash(&done)),
+                    ..again
+                },
+                false,
+            ),
+            (
+                "update: annotation besides a completed deletion",
+                &deleting,
+                Some("migrate"),
+                Seen {
+                    done: Some(trigger_hash(&deleting)),
+                    ..again
+                },
+                true,
+            ),
+        ];
+        for (name, obj, annotation, seen, want) in cases {
+            assert_eq!(requested(obj, annotation, seen, false), want, "{name}");
+        }
+        // --ignore-operation-annotation: GenerationChangedPredicate
+        let unchanged = Seen {
+            rendered_unchanged: true,
+            ..again
+        };
+        assert!(
+            requested(&done, None, first, true),
+            "every object on the first look"
+        );
+        assert!(!requested(&done, None, unchanged, true), "nothing changed");
+        assert!(requested(&newer_spec, None, again, true), "changed since");
+        assert!(
+            requested(&done, Some("reconcile"), unchanged, true),
+            "annotation honoured"
+        );
+        assert!(
+            requested(
+                &done,
+                None,
+                Seen {
+                    failed: true,
+                    ..unchanged
+                },
+                true
+            ),
+            "retry"
+        );
     }
 
     #[test]

@@ -69,23 +69,38 @@ pub struct Reconciler<K, A> {
     /// controller-runtime's controller families; `None` records nothing.
     pub metrics: Option<ControllerMetrics>,
     pub actuator: A,
-    memory: Mutex<HashMap<String, Memory>>,
+    memory: Mutex<MemoryTable>,
     kind: PhantomData<fn() -> K>,
 }
 
 /// What the reconciler remembers of one object between passes (as
-/// controller-runtime's queue does): failures, a pending requeue, and in
-/// ignore-operation-annotation mode what it last rendered for.
+/// controller-runtime's queue does): that it looked at it (a later look is
+/// an UPDATE, not a CREATE, for Gardener's predicates), failures, a pending
+/// requeue, and the last successful operation.
 #[derive(Debug, Clone, Copy, Default)]
 struct Memory {
+    /// The last look (for pruning).
+    seen: Option<tokio::time::Instant>,
     failures: u32,
     /// The trigger it failed with, and when it may be tried again.
     failed_trigger: u64,
     retry_at: Option<tokio::time::Instant>,
     /// The actuator asked to be called again (hibernation in progress).
     requeue_pending: bool,
+    /// Trigger of the last successful operation.
+    done: Option<u64>,
     /// Trigger and Cluster version of the last successful operation.
     rendered: Option<u64>,
+}
+
+/// The memory of every object looked at, pruned of those not looked at for
+/// [`Reconciler::forget_after`] (deleted objects: a live one is looked at at
+/// least every resync), so it holds at most the live objects and those gone
+/// recently.
+#[derive(Debug, Default)]
+struct MemoryTable {
+    objects: HashMap<String, Memory>,
+    pruned_at: Option<tokio::time::Instant>,
 }
 
 /// 1 s after the first failure, doubling, at most 5 min.
@@ -115,19 +130,51 @@ impl<K: Extension, A: Actuator<K>> Reconciler<K, A> {
             now: status::now_rfc3339,
             metrics: None,
             actuator,
-            memory: Mutex::new(HashMap::new()),
+            memory: Mutex::new(MemoryTable::default()),
             kind: PhantomData,
         }
     }
 
-    fn memory(&self) -> MutexGuard<'_, HashMap<String, Memory>> {
+    fn memory(&self) -> MutexGuard<'_, MemoryTable> {
         self.memory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How long an object not looked at is remembered: two resyncs and a
+    /// reconcile bound.
+    fn forget_after(&self) -> Duration {
+        self.resync * 2 + self.timeout
+    }
+
+    /// Note a look at `key`; the memory from before it (`None`: first look).
+    /// Prunes objects not looked at for [`Self::forget_after`], at most once
+    /// per resync.
+    fn observe(&self, key: &str) -> Option<Memory> {
+        let now = tokio::time::Instant::now();
+        let forget_after = self.forget_after();
+        let mut table = self.memory();
+        if table
+            .pruned_at
+            .is_none_or(|at| now.duration_since(at) >= self.resync)
+        {
+            table
+                .objects
+                .retain(|_, m| m.seen.is_none_or(|s| now.duration_since(s) < forget_after));
+            table.pruned_at = Some(now);
+        }
+        let prior = table.objects.get(key).copied();
+        table.objects.entry(key.to_string()).or_default().seen = Some(now);
+        prior
+    }
+
+    /// How many objects the reconciler remembers (bounded by pruning).
+    pub fn remembered(&self) -> usize {
+        self.memory().objects.len()
     }
 
     /// Record a failure of `key` with `trigger`; returns the delay until the retry.
     fn record_failure(&self, key: &str, trigger: u64) -> Duration {
         let mut map = self.memory();
-        let m = map.entry(key.to_string()).or_default();
+        let m = map.objects.entry(key.to_string()).or_default();
         m.failures = m.failures.saturating_add(1);
         let delay = backoff_delay(m.failures);
         m.failed_trigger = trigger;
@@ -140,7 +187,7 @@ impl<K: Extension, A: Actuator<K>> Reconciler<K, A> {
     /// patch, do not bypass the backoff; a new request does).
     fn backoff_pending(&self, key: &str, trigger: u64) -> Option<Duration> {
         let map = self.memory();
-        let m = map.get(key)?;
+        let m = map.objects.get(key)?;
         let now = tokio::time::Instant::now();
         let retry_at = m.retry_at?;
         (m.failed_trigger == trigger && now < retry_at).then(|| retry_at - now)
@@ -148,20 +195,26 @@ impl<K: Extension, A: Actuator<K>> Reconciler<K, A> {
 
     /// The current retry delay of `key` (after at least one failure).
     fn current_delay(&self, key: &str) -> Duration {
-        backoff_delay(self.memory().get(key).map_or(1, |m| m.failures.max(1)))
+        backoff_delay(
+            self.memory()
+                .objects
+                .get(key)
+                .map_or(1, |m| m.failures.max(1)),
+        )
     }
 
-    fn succeeded(&self, key: &str, rendered: u64, outcome: Outcome) {
+    fn succeeded(&self, key: &str, trigger: u64, rendered: u64, outcome: Outcome) {
         let mut map = self.memory();
-        let m = map.entry(key.to_string()).or_default();
+        let m = map.objects.entry(key.to_string()).or_default();
         m.failures = 0;
         m.retry_at = None;
+        m.done = Some(trigger);
         m.rendered = Some(rendered);
         m.requeue_pending = matches!(outcome, Outcome::RequeueAfter(_));
     }
 
     fn forget(&self, key: &str) {
-        self.memory().remove(key);
+        self.memory().objects.remove(key);
     }
 }
 
@@ -214,16 +267,21 @@ impl Step {
             return Step::Skip;
         }
         let key = key(obj);
+        let prior = ctx.observe(&key);
         let trigger = operation::trigger_hash(obj);
         if let Some(wait) = ctx.backoff_pending(&key, trigger) {
             return Step::Backoff(wait);
         }
-        let memory = ctx.memory().get(&key).copied().unwrap_or_default();
+        let memory = prior.unwrap_or_default();
+        let seen = operation::Seen {
+            first: prior.is_none(),
+            failed: memory.failures > 0,
+            requeue: memory.requeue_pending,
+            done: memory.done,
+            rendered_unchanged: memory.rendered == Some(rendered_hash(obj, shoot)),
+        };
         let requested = remove_annotation
-            || operation::needs_operation(obj, annotation)
-            || memory.requeue_pending
-            || (ctx.ignore_operation_annotation
-                && memory.rendered != Some(rendered_hash(obj, shoot)));
+            || operation::requested(obj, annotation, seen, ctx.ignore_operation_annotation);
         if requested {
             Step::Operate {
                 op,
@@ -256,11 +314,13 @@ fn rendered_hash<K: Extension>(obj: &K, shoot: &ShootContext) -> u64 {
 ///    successful `Migrate` (until `migrate` or `restore` is requested): nothing;
 /// 2. failed less than a backoff (1 s doubling to 5 min) ago and nothing new
 ///    requested since: look again when the backoff ends;
-/// 3. nothing requested — no operation annotation, not being deleted, last
-///    operation `Succeeded`, generation observed, no pending requeue (and, with
-///    `--ignore-operation-annotation`, neither the object nor its Cluster changed
-///    since the last operation): nothing, not even a read. A new scion version
-///    therefore renders nothing until gardenlet asks;
+/// 3. nothing requested by Gardener's predicates ([`operation::requested`]:
+///    the operation annotation, a deletion, a last operation not `Succeeded`
+///    on the first look, a failure or requeue pending; with
+///    `--ignore-operation-annotation` every change of the object or its
+///    Cluster): nothing, not even a read. A spec change without the
+///    annotation waits for gardenlet, and a new scion version renders
+///    nothing until gardenlet asks;
 /// 4. otherwise the `reconcile` annotation is removed, and the operation runs:
 ///    - `Migrate`: Processing, `Actuator::migrate`, Succeeded, then every
 ///      finalizer and the annotation go (one merge patch);
@@ -273,7 +333,10 @@ fn rendered_hash<K: Extension>(obj: &K, shoot: &ShootContext) -> u64 {
 ///
 ///    An actuator error is written as `Error` with `lastError` (and its codes)
 ///    and retried with backoff; a reconcile that runs out of time is recorded
-///    the same way. A requested requeue (`Outcome::RequeueAfter`) runs the
+///    the same way. A 404 of the object itself on one of these patches means
+///    it is gone (its last finalizer released, say by the previous pass of a
+///    deletion, whose cache entry this one still saw): the operation ends,
+///    without a failure or a log above debug. A requested requeue (`Outcome::RequeueAfter`) runs the
 ///    operation again after 2 s even though nothing new is requested.
 ///
 /// With `ctx.metrics`, every call is counted and timed in controller-runtime's
@@ -330,12 +393,13 @@ async fn reconcile_once<K: Extension, A: Actuator<K>>(
             };
             match result {
                 Ok((outcome, action)) => {
-                    if op == OperationType::Delete {
-                        ctx.forget(&key);
-                    } else {
-                        ctx.succeeded(&key, rendered, outcome);
-                    }
+                    ctx.succeeded(&key, trigger, rendered, outcome);
                     Ok(action)
+                }
+                Err(Error::Gone(what)) => {
+                    tracing::debug!(object = %key, call = %what, "object gone; nothing left to do");
+                    ctx.forget(&key);
+                    Ok(Action::await_change())
                 }
                 Err(e) => {
                     ctx.record_failure(&key, trigger);
@@ -368,10 +432,14 @@ async fn operate<K: Extension, A: Actuator<K>>(
     let succeeded = || status::succeeded(K::KIND, op, generation, &now());
     let failed = |e: Error| async {
         let body = status::error(K::KIND, op, generation, &e.to_string(), &e.codes(), &now());
-        if let Err(p) = patch_status(&api, &name, &body).await {
-            tracing::warn!(object = %key(obj), error = %p, "could not write the error status");
+        match patch_status(&api, &name, &body).await {
+            Ok(()) => e,
+            Err(gone @ Error::Gone(_)) => gone,
+            Err(p) => {
+                tracing::warn!(object = %key(obj), error = %p, "could not write the error status");
+                e
+            }
         }
-        e
     };
     match op {
         OperationType::Migrate => {
@@ -381,10 +449,10 @@ async fn operate<K: Extension, A: Actuator<K>>(
             }
             patch_status(&api, &name, &succeeded()).await?;
             let body = json!({"metadata": {"finalizers": null, "annotations": {OPERATION_ANNOTATION: null}}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&body))
+            api.patch(&name, &patch_params(), &Patch::Merge(&body))
                 .await
                 .map_err(|e| {
-                    Error::kube(format!("remove finalizers of {} {}", K::KIND, key(obj)), e)
+                    object_error(format!("remove finalizers of {} {}", K::KIND, key(obj)), e)
                 })?;
             Ok((Outcome::Done, Action::await_change()))
         }
@@ -527,6 +595,7 @@ async fn report_timeout<K: Extension, A: Actuator<K>>(
     let bound = STATUS_AFTER_TIMEOUT.min(ctx.timeout);
     match tokio::time::timeout(bound, patch_status(&api, name, &body)).await {
         Ok(Ok(())) => {}
+        Ok(Err(gone @ Error::Gone(_))) => return gone,
         Ok(Err(e)) => {
             tracing::warn!(object = %key(obj), error = %e, "could not record the timeout")
         }
@@ -535,19 +604,37 @@ async fn report_timeout<K: Extension, A: Actuator<K>>(
     err
 }
 
+/// Every patch of the object is scion's (field manager `scion`), so the
+/// object's `managedFields` tell its writers apart (`scion check` warns when
+/// another manager writes the conditions of a ControlPlane scion reconciles).
+fn patch_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(crate::controller::FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    }
+}
+
+/// The error of a patch of the object itself: [`Error::Gone`] on a 404.
+fn object_error(action: String, e: kube::Error) -> Error {
+    match &e {
+        kube::Error::Api(status) if status.code == 404 => Error::Gone(action),
+        _ => Error::kube(action, e),
+    }
+}
+
 async fn patch_status<K: Extension>(api: &Api<K>, name: &str, body: &Value) -> Result<(), Error> {
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(body))
+    api.patch_status(name, &patch_params(), &Patch::Merge(body))
         .await
-        .map_err(|e| Error::kube(format!("patch status of {} {name}", K::KIND), e))?;
+        .map_err(|e| object_error(format!("patch status of {} {name}", K::KIND), e))?;
     Ok(())
 }
 
 async fn remove_operation_annotation<K: Extension>(api: &Api<K>, name: &str) -> Result<(), Error> {
     let body = json!({"metadata": {"annotations": {OPERATION_ANNOTATION: null}}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+    api.patch(name, &patch_params(), &Patch::Merge(&body))
         .await
         .map_err(|e| {
-            Error::kube(
+            object_error(
                 format!("remove operation annotation of {} {name}", K::KIND),
                 e,
             )
@@ -593,9 +680,9 @@ async fn json_patch<K: Extension>(
     let patch: json_patch::Patch = serde_json::from_value(ops)
         .map_err(|e| Error::Internal(format!("invalid JSON patch: {e}")))?;
     let name = obj.meta().name.as_deref().unwrap_or_default();
-    api.patch::<K>(name, &PatchParams::default(), &Patch::Json(patch))
+    api.patch::<K>(name, &patch_params(), &Patch::Json(patch))
         .await
-        .map_err(|e| Error::kube(format!("{what} {} {}", K::KIND, key(obj)), e))?;
+        .map_err(|e| object_error(format!("{what} {} {}", K::KIND, key(obj)), e))?;
     Ok(())
 }
 

@@ -6,6 +6,13 @@
 //! immutable Secrets, and records every call. Tests seed objects, run the
 //! reconciler and assert the recorded calls and the stored result.
 //!
+//! Watches (`?watch=true`) are served as the API server serves them: a
+//! stream of `{"type", "object"}` lines, starting after the `resourceVersion`
+//! the client asks for (the fake keeps its last [`EVENT_LOG`] events), with
+//! the same label and field selectors as a LIST, open until the client
+//! hangs up. Every write through the API and [`FakeApi::insert`]/
+//! [`FakeApi::remove`] is an event; [`FakeApi::get_mut`] is not.
+//!
 //! The same fake serves the scale example over plain HTTP (`FakeApi::handle`).
 #![allow(dead_code)]
 
@@ -13,8 +20,23 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::{Bytes, Frame};
 use kube::client::Body;
 use serde_json::{Value, json};
+
+/// How many past events a watch can start from.
+pub const EVENT_LOG: usize = 4096;
+
+/// The response body of the fake: a whole answer or a watch stream.
+pub type FakeBody = http_body_util::combinators::UnsyncBoxBody<Bytes, std::convert::Infallible>;
+
+/// One open watch: the collection, its selectors, where its lines go.
+struct Watch {
+    collection: Parsed,
+    query: String,
+    tx: tokio::sync::mpsc::UnboundedSender<Bytes>,
+}
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +63,9 @@ pub struct FakeApi {
     linger: BTreeMap<String, usize>,
     /// `(method, path)` → status code to answer instead (once per entry).
     failures: Vec<(String, String, u16)>,
+    /// The last [`EVENT_LOG`] events: resource version, object path, the line.
+    events: std::collections::VecDeque<(u64, String, Value)>,
+    watches: Vec<Watch>,
 }
 
 /// The parts of a resource path.
@@ -219,6 +244,59 @@ impl FakeApi {
         Self::default()
     }
 
+    /// Record an event of `object` (stored under `path`) at the current
+    /// resource version and send it to the matching watches.
+    fn event(&mut self, kind: &str, path: &str, object: &Value) {
+        let line = json!({"type": kind, "object": object});
+        if self.events.len() == EVENT_LOG {
+            self.events.pop_front();
+        }
+        self.events
+            .push_back((self.rv, path.to_string(), line.clone()));
+        let bytes = Bytes::from(format!("{line}\n"));
+        self.watches.retain(|w| {
+            if !watch_matches(w, path, object) {
+                return !w.tx.is_closed();
+            }
+            w.tx.send(bytes.clone()).is_ok()
+        });
+    }
+
+    /// Open a watch of the collection `path` with `query`: the events after
+    /// its `resourceVersion`, then every new one. The receiver ends when the
+    /// fake is dropped.
+    pub fn watch(
+        &mut self,
+        path: &str,
+        query: &str,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<Bytes>> {
+        let collection = parse(path)?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let since: u64 = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("resourceVersion="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(self.rv);
+        let watch = Watch {
+            collection,
+            query: query.to_string(),
+            tx,
+        };
+        for (rv, path, line) in &self.events {
+            if *rv > since && watch_matches(&watch, path, &line["object"]) {
+                let _ = watch.tx.send(Bytes::from(format!("{line}\n")));
+            }
+        }
+        self.watches.push(watch);
+        Some(rx)
+    }
+
+    /// Open watches (a test waits for the client's before changing objects).
+    pub fn open_watches(&mut self) -> usize {
+        self.watches.retain(|w| !w.tx.is_closed());
+        self.watches.len()
+    }
+
     fn next_rv(&mut self) -> String {
         self.rv += 1;
         self.rv.to_string()
@@ -239,7 +317,14 @@ impl FakeApi {
         if meta.get("generation").is_none() {
             meta["generation"] = json!(1);
         }
-        self.objects.insert(path_of(&object), object);
+        let path = path_of(&object);
+        let kind = if self.objects.contains_key(&path) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        self.event(kind, &path, &object);
+        self.objects.insert(path, object);
     }
 
     pub fn get(&self, path: &str) -> Option<&Value> {
@@ -251,7 +336,12 @@ impl FakeApi {
     }
 
     pub fn remove(&mut self, path: &str) -> Option<Value> {
-        self.objects.remove(path)
+        let object = self.objects.remove(path)?;
+        self.rv += 1;
+        let mut gone = object.clone();
+        gone["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        self.event("DELETED", path, &gone);
+        Some(object)
     }
 
     /// Every stored object under a collection path.
@@ -285,7 +375,7 @@ impl FakeApi {
     pub fn writes(&self) -> Vec<&Recorded> {
         self.calls
             .iter()
-            .filter(|c| !matches!(c.method.as_str(), "GET" | "LIST"))
+            .filter(|c| !matches!(c.method.as_str(), "GET" | "LIST" | "WATCH"))
             .collect()
     }
 
@@ -361,7 +451,7 @@ impl FakeApi {
                 {
                     if *left == 0 {
                         self.linger.remove(&key);
-                        self.objects.remove(&key);
+                        self.remove(&key);
                     } else {
                         *left -= 1;
                     }
@@ -396,6 +486,7 @@ impl FakeApi {
                 object["metadata"]["uid"] = json!(format!("uid-{rv}"));
                 object["metadata"]["creationTimestamp"] = json!(created_at(self.rv));
                 object["metadata"]["generation"] = json!(1);
+                self.event("ADDED", &key, &object);
                 self.objects.insert(key, object.clone());
                 (201, object)
             }
@@ -427,6 +518,7 @@ impl FakeApi {
                 }
                 object["metadata"]["generation"] = json!(generation);
                 object["metadata"]["resourceVersion"] = json!(self.next_rv());
+                self.event("MODIFIED", &key, &object);
                 self.objects.insert(key, object.clone());
                 (200, object)
             }
@@ -496,7 +588,9 @@ impl FakeApi {
                         .is_none_or(|f| f.is_empty())
                 {
                     self.objects.remove(&key);
+                    self.event("DELETED", &key, &object);
                 } else {
+                    self.event("MODIFIED", &key, &object);
                     self.objects.insert(key, object.clone());
                 }
                 (200, object)
@@ -512,10 +606,11 @@ impl FakeApi {
                 if has_finalizers || self.linger.contains_key(&key) {
                     object["metadata"]["deletionTimestamp"] = json!("2026-11-21T03:00:00Z");
                     object["metadata"]["resourceVersion"] = json!(self.next_rv());
+                    self.event("MODIFIED", &key, &object);
                     self.objects.insert(key, object.clone());
                     (200, object)
                 } else {
-                    self.objects.remove(&key);
+                    self.remove(&key);
                     (
                         200,
                         json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}),
@@ -536,6 +631,11 @@ fn collection_matches(key: &str, parsed: &Parsed) -> bool {
     p.prefix == parsed.prefix
         && p.plural == parsed.plural
         && (parsed.namespace.is_none() || p.namespace == parsed.namespace)
+}
+
+/// Whether an event of `object` at `path` belongs to the watch.
+fn watch_matches(watch: &Watch, path: &str, object: &Value) -> bool {
+    collection_matches(path, &watch.collection) && matches_selector(object, &watch.query)
 }
 
 /// A creation time that orders objects by when the fake stored them.
@@ -560,14 +660,50 @@ pub fn request_parts<B>(req: &Request<B>) -> (String, String, String, String) {
     )
 }
 
+/// A whole JSON answer as the fake's body.
+pub fn whole(bytes: Vec<u8>) -> FakeBody {
+    http_body_util::Full::new(Bytes::from(bytes)).boxed_unsync()
+}
+
+/// A watch stream as the fake's body: each line as it comes, open until the
+/// fake drops the sender.
+pub fn streamed(rx: tokio::sync::mpsc::UnboundedReceiver<Bytes>) -> FakeBody {
+    let lines = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|line| (Ok::<_, std::convert::Infallible>(Frame::data(line)), rx))
+    });
+    BodyExt::boxed_unsync(http_body_util::StreamBody::new(futures::StreamExt::boxed(
+        lines,
+    )))
+}
+
 /// Serve `fake` on a tower_test handle until the client side is dropped.
 pub fn serve(
     fake: Arc<Mutex<FakeApi>>,
-    mut handle: tower_test::mock::Handle<Request<Body>, Response<Body>>,
+    mut handle: tower_test::mock::Handle<Request<Body>, Response<FakeBody>>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         while let Some((req, send)) = handle.next_request().await {
             let (method, path, query, content_type) = request_parts(&req);
+            if method == "GET" && query.split('&').any(|p| p == "watch=true") {
+                let rx = {
+                    let mut api = fake.lock().expect("fake");
+                    api.calls.push(Recorded {
+                        method: "WATCH".into(),
+                        path: path.clone(),
+                        query: query.clone(),
+                        body: Value::Null,
+                    });
+                    api.watch(&path, &query)
+                };
+                let response = match rx {
+                    Some(rx) => Response::builder().status(200).body(streamed(rx)),
+                    None => Response::builder().status(404).body(whole(Vec::new())),
+                };
+                send.send_response(response.expect("response"));
+                continue;
+            }
             let bytes = req.into_body().collect_bytes().await.unwrap_or_default();
             let (code, reply) =
                 fake.lock()
@@ -576,7 +712,7 @@ pub fn serve(
             send.send_response(
                 Response::builder()
                     .status(code)
-                    .body(Body::from(serde_json::to_vec(&reply).expect("json")))
+                    .body(whole(serde_json::to_vec(&reply).expect("json")))
                     .expect("response"),
             );
         }

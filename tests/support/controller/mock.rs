@@ -8,10 +8,10 @@ use std::time::Duration;
 use super::*;
 use http::{Request, Response};
 use kube::client::Body;
-use scion::ccm::{self, RenderInput};
 use scion::controller::{self, ControlPlaneActuator, ControlPlaneReconciler};
 use scion::gardener::ShootContext;
 use scion::gardener::{ControlPlane, ControlPlaneStatus, LastOperation};
+use scion::render::{self, RenderInput};
 use scion::state::Snapshot;
 use serde_json::{Value, json};
 
@@ -106,7 +106,8 @@ pub fn fake_with(
     api: Option<Arc<std::sync::Mutex<super::fake::FakeApi>>>,
     configure: impl FnOnce(&mut ControlPlaneReconciler),
 ) -> Fake {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let (service, handle) =
+        tower_test::mock::pair::<Request<Body>, Response<super::fake::FakeBody>>();
     let client = kube::Client::new(service, "default");
     let api = api.unwrap_or_default();
     let server = super::fake::serve(api.clone(), handle);
@@ -355,7 +356,7 @@ pub fn annotated(mut cp: ControlPlane, op: &str) -> ControlPlane {
 }
 
 /// The render the controller makes for `cp` with `server_secret`.
-pub fn desired(cp: &ControlPlane, shoot: &ShootContext, server_secret: &str) -> ccm::Rendered {
+pub fn desired(cp: &ControlPlane, shoot: &ShootContext, server_secret: &str) -> render::Rendered {
     let input = RenderInput {
         cp,
         shoot,
@@ -365,7 +366,7 @@ pub fn desired(cp: &ControlPlane, shoot: &ShootContext, server_secret: &str) -> 
         images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
         server_secret: Some(server_secret),
     };
-    ccm::render(&input, &builtin_spec("aws").expect("spec")).expect("renders")
+    render::render(&input, &builtin_spec("aws").expect("spec")).expect("renders")
 }
 
 pub fn cp_json(cp: &ControlPlane) -> Value {

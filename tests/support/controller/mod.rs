@@ -8,7 +8,7 @@ pub mod providers;
 use scion::gardener::cluster::CloudProfileConfig;
 use scion::gardener::view::Strings;
 use scion::gardener::{ControlPlane, ObjectData, ShootContext};
-use scion::profile::{CcmSpec, Profile, ProfileError};
+use scion::profile::{ControlPlaneSpec, Profile, ProfileError};
 use serde_json::{Value, json};
 
 pub const NS: &str = "shoot--foo--bar";
@@ -166,26 +166,46 @@ pub fn openstack_password_secret() -> ObjectData {
     )
 }
 
-/// The `ccm:` section of the built-in profile of `provider`.
-pub fn builtin_spec(provider: &str) -> Result<CcmSpec, ProfileError> {
-    Profile::builtin(provider)?.ccm().cloned()
+/// The components of the built-in profile of `provider`.
+pub fn builtin_spec(provider: &str) -> Result<ControlPlaneSpec, ProfileError> {
+    Profile::builtin(provider)?.control_plane().cloned()
 }
 
-/// The `ccm:` section of a whole profile text.
-pub fn ccm_spec(yaml: &str) -> Result<CcmSpec, ProfileError> {
-    Profile::from_yaml("test.yaml", yaml)?.ccm().cloned()
+/// The components of the built-in folder of `provider` with its
+/// `cloud-controller-manager.yaml` replaced by `component` (errors name the file).
+pub fn spec_with_ccm(provider: &str, component: &str) -> Result<ControlPlaneSpec, ProfileError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = scion::providers::builtin(provider).expect("built-in folder");
+    for (path, text) in folder.files {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, text).expect("write");
+    }
+    std::fs::write(
+        dir.path().join("components/cloud-controller-manager.yaml"),
+        component,
+    )
+    .expect("write");
+    Profile::load_dir(dir.path())?.control_plane().cloned()
 }
 
-/// Render `cp` with the built-in CCM section of its type.
+/// The text of a built-in component file.
+pub fn builtin_ccm(provider: &str) -> &'static str {
+    scion::providers::builtin(provider)
+        .and_then(|f| f.file("components/cloud-controller-manager.yaml"))
+        .expect("built-in component")
+}
+
+/// Render `cp` with the built-in components of its type.
 pub fn render_builtin(
     cp: &ControlPlane,
     shoot: &ShootContext,
     secret: Option<&ObjectData>,
     kube_apiserver_replicas: Option<i32>,
-) -> Result<scion::ccm::Rendered, scion::ccm::RenderError> {
+) -> Result<scion::render::Rendered, scion::render::RenderError> {
     let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
-    scion::ccm::render(
-        &scion::ccm::RenderInput {
+    scion::render::render(
+        &scion::render::RenderInput {
             cp,
             shoot,
             credentials: secret,
@@ -203,7 +223,7 @@ pub fn render_builtin(
 pub const SERVER_SECRET: &str = "cloud-controller-manager-server-4a1b2c3d";
 
 /// The rendered object of `kind` and `name` (in any ManagedResource).
-pub fn object<'a>(r: &'a scion::ccm::Rendered, kind: &str, name: &str) -> &'a Value {
+pub fn object<'a>(r: &'a scion::render::Rendered, kind: &str, name: &str) -> &'a Value {
     &r.all()
         .into_iter()
         .find(|o| o.kind == kind && o.name == name)
@@ -212,7 +232,7 @@ pub fn object<'a>(r: &'a scion::ccm::Rendered, kind: &str, name: &str) -> &'a Va
 }
 
 /// The pod-template annotations of the CCM Deployment.
-pub fn pod_annotations(r: &scion::ccm::Rendered) -> serde_json::Map<String, Value> {
+pub fn pod_annotations(r: &scion::render::Rendered) -> serde_json::Map<String, Value> {
     object(r, "Deployment", "cloud-controller-manager")["spec"]["template"]["metadata"]
         ["annotations"]
         .as_object()
@@ -232,7 +252,7 @@ pub fn assert_golden(
     let yaml = || {
         let rendered = render_builtin(cp, shoot, secret, kube_apiserver_replicas).expect("renders");
         let objects: Vec<&Value> = rendered.all().into_iter().map(|o| &o.object).collect();
-        scion::ccm::to_yaml_stream(&objects).expect("yaml")
+        scion::render::to_yaml_stream(&objects).expect("yaml")
     };
     let text = yaml();
     assert_eq!(text, yaml(), "render is not deterministic");

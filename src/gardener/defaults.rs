@@ -1,0 +1,381 @@
+//! What the API server adds to an object when it stores it: the defaulting
+//! of the built-in kinds scion writes or audits (`k8s.io/kubernetes`
+//! `pkg/apis/core/v1/defaults.go`, `pkg/apis/apps/v1/defaults.go`,
+//! `pkg/apis/networking/v1/defaults.go`, `pkg/apis/rbac/v1/defaults.go`), so
+//! that `scion check` compares what would be **stored**, not what was
+//! **sent**: scion's webhook adds the machine-controller-manager sidecar
+//! without `terminationMessagePath`, the API server stores it with
+//! `/dev/termination-log`, and a comparison with the stored object must not
+//! call that a difference (issue 21: "check must not cry wolf").
+//!
+//! [`apply`] fills in a field only where it is absent, so applying it to a
+//! stored object changes nothing and applying it to both sides of a
+//! comparison leaves exactly the differences the API server would keep.
+//! [`normalize`] also drops what the server populates (resourceVersion,
+//! uid, managedFields, generation, creationTimestamp, selfLink, status).
+//!
+//! | kind | defaults |
+//! |---|---|
+//! | pod template (Deployment, DaemonSet, StatefulSet, Job) | `restartPolicy: Always`, `terminationGracePeriodSeconds: 30`, `dnsPolicy: ClusterFirst`, `securityContext: {}`, `schedulerName: default-scheduler`, `enableServiceLinks: true`; containers and init containers: `terminationMessagePath: /dev/termination-log`, `terminationMessagePolicy: File`, `imagePullPolicy` (`Always` for `:latest` or no tag, else `IfNotPresent`), port `protocol: TCP`, env `fieldRef.apiVersion: v1`, probes `timeoutSeconds: 1`, `periodSeconds: 10`, `successThreshold: 1`, `failureThreshold: 3`, `httpGet.path: /`, `httpGet.scheme: HTTP`; volumes: `defaultMode: 420` of `secret`, `configMap`, `projected`, `downwardAPI`, `hostPath.type: ""` |
+//! | Deployment | `replicas: 1`, `strategy: RollingUpdate` 25 %/25 %, `revisionHistoryLimit: 10`, `progressDeadlineSeconds: 600` |
+//! | DaemonSet | `updateStrategy: RollingUpdate`, `maxUnavailable: 1`, `maxSurge: 0`, `revisionHistoryLimit: 10` |
+//! | Service | `type: ClusterIP`, `sessionAffinity: None`, `internalTrafficPolicy: Cluster`, port `protocol: TCP`, `targetPort` = `port` |
+//! | Secret | `type: Opaque` |
+//! | NetworkPolicy | `policyTypes` (`Ingress`, plus `Egress` when it has egress rules), port `protocol: TCP` |
+//! | RoleBinding, ClusterRoleBinding | subject `apiGroup`: `rbac.authorization.k8s.io` for users and groups, `""` for service accounts |
+//!
+//! Not modelled: fields the server allocates (a Service's `clusterIP`,
+//! `ipFamilies`, `ipFamilyPolicy`: absent from what scion or a chart sends,
+//! so absent on both sides of a manifest comparison), defaults from CRD
+//! schemas (VerticalPodAutoscaler, Etcd, OperatingSystemConfig,
+//! ServiceMonitor), and admission plugins. The test bed (a real API server)
+//! checks this table against the server's own dry-run answers.
+
+use serde_json::{Map, Value, json};
+
+/// Metadata fields the server populates and a comparison ignores.
+pub const SERVER_METADATA: [&str; 6] = [
+    "resourceVersion",
+    "uid",
+    "managedFields",
+    "generation",
+    "creationTimestamp",
+    "selfLink",
+];
+
+/// The object as the API server would store it, without the fields it
+/// populates: [`apply`] after dropping [`SERVER_METADATA`] and `status`.
+pub fn normalize(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+        if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+            for field in SERVER_METADATA {
+                meta.remove(field);
+            }
+        }
+    }
+    apply(&mut object);
+    object
+}
+
+/// Fill in the API server's defaults of the object's kind where absent.
+pub fn apply(object: &mut Value) {
+    let group = object["apiVersion"]
+        .as_str()
+        .and_then(|v| v.split_once('/'))
+        .map_or("", |(g, _)| g)
+        .to_owned();
+    let kind = object["kind"].as_str().unwrap_or_default().to_owned();
+    match (group.as_str(), kind.as_str()) {
+        ("apps", "Deployment") => {
+            let spec = child(object, "spec");
+            default(spec, "replicas", json!(1));
+            default(spec, "revisionHistoryLimit", json!(10));
+            default(spec, "progressDeadlineSeconds", json!(600));
+            let strategy = child(spec, "strategy");
+            default(strategy, "type", json!("RollingUpdate"));
+            if strategy["type"] == "RollingUpdate" {
+                let rolling = child(strategy, "rollingUpdate");
+                default(rolling, "maxUnavailable", json!("25%"));
+                default(rolling, "maxSurge", json!("25%"));
+            }
+            pod_template(spec);
+        }
+        ("apps", "DaemonSet") => {
+            let spec = child(object, "spec");
+            default(spec, "revisionHistoryLimit", json!(10));
+            let strategy = child(spec, "updateStrategy");
+            default(strategy, "type", json!("RollingUpdate"));
+            if strategy["type"] == "RollingUpdate" {
+                let rolling = child(strategy, "rollingUpdate");
+                default(rolling, "maxUnavailable", json!(1));
+                default(rolling, "maxSurge", json!(0));
+            }
+            pod_template(spec);
+        }
+        ("apps", "StatefulSet") | ("batch", "Job") => pod_template(child(object, "spec")),
+        ("", "Service") => {
+            let spec = child(object, "spec");
+            default(spec, "type", json!("ClusterIP"));
+            default(spec, "sessionAffinity", json!("None"));
+            if spec["type"] != "ExternalName" {
+                default(spec, "internalTrafficPolicy", json!("Cluster"));
+            }
+            for port in items(spec, "ports") {
+                default(port, "protocol", json!("TCP"));
+                if port.get("targetPort").is_none() {
+                    let target = port["port"].clone();
+                    default(port, "targetPort", target);
+                }
+            }
+        }
+        ("", "Secret") => default(object, "type", json!("Opaque")),
+        ("networking.k8s.io", "NetworkPolicy") => {
+            let spec = child(object, "spec");
+            if spec.get("policyTypes").is_none() {
+                let mut types = vec![json!("Ingress")];
+                if spec.get("egress").is_some_and(|e| !e.is_null()) {
+                    types.push(json!("Egress"));
+                }
+                default(spec, "policyTypes", Value::Array(types));
+            }
+            for direction in ["ingress", "egress"] {
+                for rule in items(spec, direction) {
+                    for port in items(rule, "ports") {
+                        default(port, "protocol", json!("TCP"));
+                    }
+                }
+            }
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            for subject in items(object, "subjects") {
+                let group = match subject["kind"].as_str() {
+                    Some("ServiceAccount") => "",
+                    _ => "rbac.authorization.k8s.io",
+                };
+                default(subject, "apiGroup", json!(group));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `spec.template.spec` of a workload.
+fn pod_template(spec: &mut Value) {
+    let pod = child(child(spec, "template"), "spec");
+    default(pod, "restartPolicy", json!("Always"));
+    default(pod, "terminationGracePeriodSeconds", json!(30));
+    default(pod, "dnsPolicy", json!("ClusterFirst"));
+    default(pod, "securityContext", json!({}));
+    default(pod, "schedulerName", json!("default-scheduler"));
+    default(pod, "enableServiceLinks", json!(true));
+    for list in ["containers", "initContainers"] {
+        for c in items(pod, list) {
+            container(c);
+        }
+    }
+    for volume in items(pod, "volumes") {
+        for source in ["secret", "configMap", "projected", "downwardAPI"] {
+            if let Some(s) = volume.get_mut(source).filter(|s| s.is_object()) {
+                default(s, "defaultMode", json!(420));
+            }
+        }
+        if let Some(h) = volume.get_mut("hostPath").filter(|h| h.is_object()) {
+            default(h, "type", json!(""));
+        }
+    }
+}
+
+fn container(c: &mut Value) {
+    default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default(c, "terminationMessagePolicy", json!("File"));
+    if c.get("imagePullPolicy").is_none() {
+        let policy = pull_policy(c["image"].as_str().unwrap_or_default());
+        default(c, "imagePullPolicy", json!(policy));
+    }
+    for port in items(c, "ports") {
+        default(port, "protocol", json!("TCP"));
+    }
+    for env in items(c, "env") {
+        if let Some(field) = env
+            .get_mut("valueFrom")
+            .and_then(|v| v.get_mut("fieldRef"))
+            .filter(|f| f.is_object())
+        {
+            default(field, "apiVersion", json!("v1"));
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+            default(p, "timeoutSeconds", json!(1));
+            default(p, "periodSeconds", json!(10));
+            default(p, "successThreshold", json!(1));
+            default(p, "failureThreshold", json!(3));
+            if let Some(get) = p.get_mut("httpGet").filter(|g| g.is_object()) {
+                default(get, "path", json!("/"));
+                default(get, "scheme", json!("HTTP"));
+            }
+        }
+    }
+}
+
+/// `Always` for an image tagged `latest` or untagged without a digest, else
+/// `IfNotPresent` (`SetDefaults_Container`).
+pub fn pull_policy(image: &str) -> &'static str {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, _)) => (name, true),
+        None => (image, false),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    let tag = last.split_once(':').map(|(_, t)| t);
+    match (tag, digest) {
+        (Some("latest"), _) | (None, false) => "Always",
+        _ => "IfNotPresent",
+    }
+}
+
+/// The map under `key`, created when absent or null.
+fn child<'a>(parent: &'a mut Value, key: &str) -> &'a mut Value {
+    if !parent.is_object() {
+        *parent = Value::Object(Map::new());
+    }
+    let map = parent.as_object_mut().expect("object");
+    let entry = map.entry(key).or_insert(Value::Null);
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    entry
+}
+
+/// The elements of the list under `key` (none when absent or not a list).
+fn items<'a>(parent: &'a mut Value, key: &str) -> impl Iterator<Item = &'a mut Value> {
+    parent
+        .get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+}
+
+/// Set `key` to `value` when absent or null.
+fn default(map: &mut Value, key: &str, value: Value) {
+    if let Some(map) = map.as_object_mut() {
+        let entry = map.entry(key).or_insert(Value::Null);
+        if entry.is_null() {
+            *entry = value;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Deployment as scion's webhook leaves the MCM sidecar, and as the
+    /// API server stores it (hand-written oracle from the defaulting code).
+    #[test]
+    fn a_deployment_gets_what_the_api_server_stores() {
+        let sent = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "machine-controller-manager", "namespace": "shoot--a--b"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "mcm"}},
+                "template": {"metadata": {"labels": {"app": "mcm"}}, "spec": {
+                    "containers": [{
+                        "name": "machine-controller-manager-aws",
+                        "image": "registry.example/mcm-aws:v0.28.1",
+                        "imagePullPolicy": "IfNotPresent",
+                        "ports": [{"name": "providermetrics", "containerPort": 10259, "protocol": "TCP"}],
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 10259, "scheme": "HTTP"}, "initialDelaySeconds": 30},
+                        "env": [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                    }],
+                    "volumes": [
+                        {"name": "kubeconfig", "projected": {"sources": []}},
+                        {"name": "certs", "hostPath": {"path": "/etc/ssl"}},
+                    ],
+                }},
+            },
+        });
+        let stored = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "machine-controller-manager", "namespace": "shoot--a--b"},
+            "spec": {
+                "replicas": 1,
+                "revisionHistoryLimit": 10,
+                "progressDeadlineSeconds": 600,
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+                "selector": {"matchLabels": {"app": "mcm"}},
+                "template": {"metadata": {"labels": {"app": "mcm"}}, "spec": {
+                    "containers": [{
+                        "name": "machine-controller-manager-aws",
+                        "image": "registry.example/mcm-aws:v0.28.1",
+                        "imagePullPolicy": "IfNotPresent",
+                        "ports": [{"name": "providermetrics", "containerPort": 10259, "protocol": "TCP"}],
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 10259, "scheme": "HTTP"}, "initialDelaySeconds": 30,
+                                          "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                        "env": [{"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
+                        "terminationMessagePath": "/dev/termination-log",
+                        "terminationMessagePolicy": "File",
+                    }],
+                    "volumes": [
+                        {"name": "kubeconfig", "projected": {"sources": [], "defaultMode": 420}},
+                        {"name": "certs", "hostPath": {"path": "/etc/ssl", "type": ""}},
+                    ],
+                    "restartPolicy": "Always",
+                    "terminationGracePeriodSeconds": 30,
+                    "dnsPolicy": "ClusterFirst",
+                    "securityContext": {},
+                    "schedulerName": "default-scheduler",
+                    "enableServiceLinks": true,
+                }},
+            },
+        });
+        let mut defaulted = sent.clone();
+        apply(&mut defaulted);
+        assert_eq!(defaulted, stored);
+        // idempotent: the stored object gets nothing more
+        let mut again = stored.clone();
+        apply(&mut again);
+        assert_eq!(again, stored);
+    }
+
+    #[test]
+    fn services_secrets_policies_and_bindings() {
+        let mut service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"clusterIP": "None", "ports": [{"name": "metrics", "port": 10258}]}});
+        apply(&mut service);
+        assert_eq!(
+            service["spec"],
+            json!({"clusterIP": "None", "type": "ClusterIP", "sessionAffinity": "None",
+                   "internalTrafficPolicy": "Cluster",
+                   "ports": [{"name": "metrics", "port": 10258, "protocol": "TCP", "targetPort": 10258}]})
+        );
+        let mut secret = json!({"apiVersion": "v1", "kind": "Secret"});
+        apply(&mut secret);
+        assert_eq!(secret["type"], "Opaque");
+        let mut policy = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "spec": {"egress": [{"ports": [{"port": 443}]}]}});
+        apply(&mut policy);
+        assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert_eq!(policy["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+        let mut binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "subjects": [{"kind": "ServiceAccount", "name": "a"}, {"kind": "User", "name": "u"}]});
+        apply(&mut binding);
+        assert_eq!(binding["subjects"][0]["apiGroup"], "");
+        assert_eq!(
+            binding["subjects"][1]["apiGroup"],
+            "rbac.authorization.k8s.io"
+        );
+        // kinds without built-in defaults are left alone
+        let vpa = json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler", "spec": {}});
+        let mut same = vpa.clone();
+        apply(&mut same);
+        assert_eq!(same, vpa);
+    }
+
+    #[test]
+    fn image_pull_policy_follows_the_tag() {
+        for (image, want) in [
+            ("nginx", "Always"),
+            ("nginx:latest", "Always"),
+            ("registry:5000/nginx", "Always"),
+            ("registry:5000/nginx:1.2", "IfNotPresent"),
+            ("nginx@sha256:abc", "IfNotPresent"),
+            ("nginx:latest@sha256:abc", "Always"),
+        ] {
+            assert_eq!(pull_policy(image), want, "{image}");
+        }
+    }
+
+    #[test]
+    fn normalize_drops_what_the_server_populates() {
+        let stored = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "a", "resourceVersion": "7", "uid": "u", "generation": 1,
+                         "creationTimestamp": "2026-01-01T00:00:00Z", "managedFields": [], "labels": {"x": "y"}},
+            "type": "Opaque", "status": {}});
+        assert_eq!(
+            normalize(&stored),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "labels": {"x": "y"}}, "type": "Opaque"})
+        );
+    }
+}

@@ -280,3 +280,62 @@ fn what_a_request_builds_is_counted_against_its_budget() {
     // Without a budget the same request is answered.
     assert!(matches!(decide(&m, &body).1, Ok(Verdict::Patched(_))));
 }
+
+/// Item 1 and "work stops when the answer is given": every phase a hostile
+/// input makes long (decoding the review, lexing and serializing the unit,
+/// the list of files, the kubelet configuration's YAML) checks the request's
+/// deadline. Each input is first worked through without one (`T`, 0.25-2.7 s
+/// in a debug build), then again with a deadline at a tenth of `T`: it must
+/// stop with `Exhausted::Time` before half of `T` has passed. A phase that
+/// did not look at the clock would run to its end and answer.
+#[test]
+fn each_hostile_input_stops_soon_after_its_deadline() {
+    use std::time::Instant;
+    let m = example_mutator("aws");
+    for (what, body) in [
+        ("sections", hostile::many_sections(200_000)),
+        ("long lines", hostile::long_lines_first(3_000, 2_000)),
+        ("tiny files", hostile::tiny_files(850_000)),
+        ("files", hostile::ordinary_files(50_000)),
+        (
+            "kubelet configuration",
+            hostile::big_kubelet_config(5_000_000),
+        ),
+    ] {
+        let unlimited = Budget {
+            deadline: None,
+            memory: usize::MAX - 1,
+        };
+        let started = Instant::now();
+        assert_eq!(under(&m, &body, unlimited), Ok(()), "{what}");
+        let whole = started.elapsed();
+        let started = Instant::now();
+        let budget = Budget {
+            deadline: Some(started + whole / 10),
+            ..unlimited
+        };
+        let outcome = under(&m, &body, budget);
+        let took = started.elapsed();
+        assert_eq!(outcome, Err(Exhausted::Time), "{what}");
+        assert!(
+            took < whole / 2,
+            "{what}: stopped {took:?} after it started; the whole work takes {whole:?}, the deadline was at a tenth of it"
+        );
+    }
+}
+
+/// Decode and mutate `body` under `budget`: `Ok` if answered (patched or
+/// denied), else why it stopped.
+fn under(m: &WebhookMutator, body: &[u8], budget: Budget) -> Result<(), Exhausted> {
+    scion::budget::run(budget, || {
+        let request = match m.decode(body) {
+            Ok(request) => request,
+            Err(scion::admission::ReviewError::Exhausted(why)) => return Err(why),
+            Err(e) => panic!("{e}"),
+        };
+        match futures::executor::block_on(m.mutate(&request)) {
+            Err(Denial::Exhausted(why)) => Err(why),
+            _ => Ok(()),
+        }
+    })
+}

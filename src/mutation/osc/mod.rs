@@ -302,6 +302,10 @@ fn kubelet_config(
     // its normalised copy, the YAML written and its encoding (measured: a
     // 5 MB configuration peaked at 99.5 MiB before this was counted).
     crate::budget::charge(KUBELET_COPIES * bytes.len())?;
+    // Each pass below is linear but long for a long configuration (a 5 MB
+    // one: tens of milliseconds each in a debug build); the deadline is
+    // looked at between them.
+    crate::budget::check()?;
     let text = String::from_utf8(bytes)
         .map_err(|_| failed("could not decode kubelet configuration: not UTF-8".into()))?;
     let mut config = kubelet::decode(&text, ctx.kubelet_library).map_err(|e| match e {
@@ -311,6 +315,7 @@ fn kubelet_config(
         }
     })?;
     drop(text);
+    crate::budget::check()?;
     // A value that is already there (gardenlet's own config has what most
     // providers set) changes nothing: no second pass over the struct.
     let mut touched = false;
@@ -328,7 +333,10 @@ fn kubelet_config(
             .map_err(|e| failed(format!("could not set kubelet configuration: {}", e.0)))?;
     }
     crate::budget::check()?;
-    let encoded = file::encode(encoding, kubelet::encode(&config).as_bytes())
+    let yaml = kubelet::encode(&config);
+    drop(config);
+    crate::budget::check()?;
+    let encoded = file::encode(encoding, yaml.as_bytes())
         .map_err(|e| failed(format!("could not encode kubelet configuration: {}", e.0)))?;
     if let Some(key) = key {
         ctx.memo.put(key, encoded.clone());

@@ -63,7 +63,12 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     let outcome = runtime
         .block_on(mutate_request(&engine, state.as_ref(), &request))
         .map_err(|d| {
-            let mut message = format!("denied ({} {}): {d}", d.code(), d.reason());
+            let mut message = format!(
+                "denied ({} {}): {}: {d}",
+                d.code(),
+                d.reason(),
+                request.identity()
+            );
             if args.objects_dir.is_none() && args.cluster.is_none() {
                 message.push_str(
                     "; no --objects-dir or --cluster was given, so no Cluster, Secret or ConfigMap is known: pass the shoot's state with one of them",

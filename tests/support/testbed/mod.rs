@@ -29,6 +29,7 @@ pub mod apiserver;
 pub mod bins;
 pub mod certs;
 pub mod chart;
+pub mod extension;
 pub mod process;
 pub mod scion;
 

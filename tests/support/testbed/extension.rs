@@ -787,10 +787,9 @@ pub fn warnings(scion: &Scion) -> Vec<String> {
         .collect()
 }
 
-/// The kubeconfig of a ServiceAccount bound to the read-only ClusterRole
-/// `scion check --print-rbac` prints for `provider`, and its user name.
-pub async fn check_role(api: &ApiServer, provider: &str) -> (std::path::PathBuf, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_scion"))
+/// The read-only ClusterRole `scion check --print-rbac` prints for `provider`.
+pub async fn printed_check_role(provider: &str) -> Value {
+    let out = tokio::process::Command::new(super::scion::scion_binary())
         .args(["check", "--print-rbac", "--provider", provider])
         .output()
         .await
@@ -804,30 +803,42 @@ pub async fn check_role(api: &ApiServer, provider: &str) -> (std::path::PathBuf,
         .pop()
         .expect("a ClusterRole");
     assert_eq!(role["kind"], "ClusterRole");
-    let role_name = role["metadata"]["name"].as_str().unwrap().to_owned();
-    api.apply(&role, "operator").await.unwrap();
-    let ns = format!("check-{provider}");
-    api.namespace(&ns, &[]).await;
+    role
+}
+
+/// The kubeconfig of a ServiceAccount bound to the read-only ClusterRole
+/// `scion check --print-rbac` prints for `provider`, and its user name.
+pub async fn check_role(api: &ApiServer, provider: &str) -> (PathBuf, String) {
+    let role = printed_check_role(provider).await;
+    bind(api, &role, &format!("auditor-{provider}")).await
+}
+
+/// `role` (a ClusterRole) bound to a new ServiceAccount `account` of
+/// namespace `auditors`: the kubeconfig of its token, and its user name.
+pub async fn bind(api: &ApiServer, role: &Value, account: &str) -> (PathBuf, String) {
+    api.apply(role, "operator").await.unwrap();
+    let ns = "auditors";
+    api.namespace(ns, &[]).await;
     api.apply(
         &json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": "auditor", "namespace": ns}}),
+                "metadata": {"name": account, "namespace": ns}}),
         "operator",
     )
     .await
     .unwrap();
     api.apply(
         &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": format!("auditor-{provider}")},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
-                "subjects": [{"kind": "ServiceAccount", "name": "auditor", "namespace": ns}]}),
+                "metadata": {"name": account},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}]}),
         "operator",
     )
     .await
     .unwrap();
-    let token = api.service_account_token(&ns, "auditor").await;
+    let token = api.service_account_token(ns, account).await;
     (
-        api.kubeconfig_with_token(&format!("check-{provider}.kubeconfig"), &token),
-        format!("system:serviceaccount:{ns}:auditor"),
+        api.kubeconfig_with_token(&format!("{account}.kubeconfig"), &token),
+        format!("system:serviceaccount:{ns}:{account}"),
     )
 }
 
@@ -837,7 +848,7 @@ pub async fn scion_check(
     kubeconfig: &std::path::Path,
     args: &[&str],
 ) -> (i32, Value, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_scion"))
+    let out = tokio::process::Command::new(super::scion::scion_binary())
         .args([
             "check",
             "--provider",

@@ -32,6 +32,7 @@ pub mod chart;
 pub mod extension;
 pub mod process;
 pub mod scion;
+pub mod shared;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

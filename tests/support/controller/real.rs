@@ -29,6 +29,20 @@ use crate::support::testbed::shared::{Audited, Session, dynamic_api};
 /// it deleted its objects.
 pub const GRM_FINALIZER: &str = "resources.gardener.cloud/gardener-resource-manager";
 
+/// gardener-resource-manager played by a test ([`Real::grm`]).
+pub struct Grm {
+    task: tokio::task::JoinHandle<()>,
+    released: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl Grm {
+    /// Stop; the ManagedResources released, as they were when released.
+    pub fn stop(self) -> Vec<Value> {
+        self.task.abort();
+        self.released.lock().unwrap().clone()
+    }
+}
+
 /// A reconciler acting on the real API server in a namespace of its own.
 pub struct Real {
     pub ctx: Arc<ControlPlaneReconciler>,
@@ -196,7 +210,13 @@ impl Real {
         let object = self.moved(object);
         let (api, name) = dynamic_api(&self.session.admin, &object).await;
         let mut meta = object.clone();
-        for field in ["uid", "resourceVersion", "generation", "creationTimestamp"] {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "managedFields",
+        ] {
             if let Some(m) = meta["metadata"].as_object_mut() {
                 m.remove(field);
             }
@@ -329,7 +349,7 @@ impl Real {
             .get(&format!("/api/v1/namespaces/{}/secrets", self.ns()))
             .await
             .expect("Secret list");
-        list["items"].as_array().cloned().unwrap_or_default()
+        items(&list, "v1", "Secret")
     }
 
     /// Names of the Secrets of the namespace.
@@ -367,12 +387,14 @@ impl Real {
         release(&self.session, name).await;
     }
 
-    /// Play gardener-resource-manager (until the task is aborted): every
+    /// Play gardener-resource-manager (until [`Grm::stop`]): every
     /// ManagedResource of the namespace being deleted is released `after`
     /// its deletion was first seen.
-    pub fn grm(&self, after: Duration) -> tokio::task::JoinHandle<()> {
+    pub fn grm(&self, after: Duration) -> Grm {
         let session = self.session.clone();
-        tokio::spawn(async move {
+        let released: Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+        let log = released.clone();
+        let task = tokio::spawn(async move {
             let mut seen: std::collections::BTreeMap<String, tokio::time::Instant> =
                 Default::default();
             loop {
@@ -386,11 +408,13 @@ impl Real {
                         .or_insert_with(tokio::time::Instant::now);
                     if first.elapsed() >= after {
                         release(&session, &name).await;
+                        log.lock().unwrap().push(mr);
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-        })
+        });
+        Grm { task, released }
     }
 
     /// Patch the status of the object at `path` (merge) as the admin.
@@ -416,7 +440,11 @@ async fn managed_resources(session: &Session) -> Vec<Value> {
         ))
         .await
         .expect("ManagedResource list");
-    list["items"].as_array().cloned().unwrap_or_default()
+    items(
+        &list,
+        "resources.gardener.cloud/v1alpha1",
+        "ManagedResource",
+    )
 }
 
 /// Remove every finalizer of the ManagedResource `name` (absent is fine).
@@ -434,4 +462,14 @@ async fn release(session: &Session, name: &str) {
         Err(kube::Error::Api(s)) if s.code == 404 => {}
         Err(e) => panic!("release {name}: {e}"),
     }
+}
+
+/// The items of a list, with the apiVersion and kind a list leaves out.
+fn items(list: &Value, api_version: &str, kind: &str) -> Vec<Value> {
+    let mut items = list["items"].as_array().cloned().unwrap_or_default();
+    for item in &mut items {
+        item["apiVersion"] = json!(api_version);
+        item["kind"] = json!(kind);
+    }
+    items
 }

@@ -436,4 +436,77 @@ async fn control_plane_healthy_after_every_fresh_start_and_restart() {
         .filter(|r| r.code == 403)
         .collect();
     assert!(forbidden.is_empty(), "forbidden: {forbidden:#?}");
+    a_forbidden_watch_is_logged_once_in_plain_words(&bed, &installed).await;
+}
+
+/// A role without the ManagedResources: the health checks' caches cannot
+/// list them. On a real API server kube-runtime's watcher starts every retry
+/// with an `Init` event, which scion took for a recovery, and logged the
+/// same error again at every retry (about once a second per cache, each
+/// with a "recovered"); kube-runtime also warned at every retry in Rust
+/// debug syntax. Now each cache's error is one line, in plain words.
+async fn a_forbidden_watch_is_logged_once_in_plain_words(
+    bed: &Testbed,
+    installed: &extension::Installed,
+) {
+    let seed = &bed.seed;
+    let role_name = "extensions.gardener.cloud:provider-aws";
+    let mut role = seed
+        .get(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            None,
+            role_name,
+        )
+        .await
+        .unwrap();
+    role["rules"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| !r["resources"].to_string().contains("managedresources"));
+    seed.update(&role).await.unwrap();
+    let scion = installed.scion(bed).start().await;
+    eventually(
+        "the health checks' caches fail",
+        Duration::from_secs(60),
+        || async {
+            (scion
+                .log()
+                .matches("health-check cache: watch failed")
+                .count()
+                >= 3)
+                .then_some(())
+        },
+    )
+    .await;
+    // several retries of each watch (a backoff of about a second)
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let log = scion.log();
+    for line in log.lines() {
+        assert!(
+            !line.contains("Some(") && !line.contains("Status {"),
+            "Rust debug syntax in scion's log: {line}"
+        );
+    }
+    assert!(!log.contains("watch recovered"), "{log}");
+    let failed: Vec<Value> = scion
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["msg"] == "health-check cache: watch failed, retrying with backoff")
+        .collect();
+    let mut caches: Vec<&str> = failed
+        .iter()
+        .map(|l| l["cache"].as_str().unwrap())
+        .collect();
+    caches.sort();
+    assert_eq!(
+        caches,
+        [
+            "managedresources extension-controlplane-configuration-seed",
+            "managedresources extension-controlplane-seed",
+            "managedresources extension-controlplane-shoot",
+        ],
+        "each cache's error once: {failed:#?}"
+    );
+    assert_eq!(scion.stop(), Some(0));
 }

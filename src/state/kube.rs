@@ -86,7 +86,7 @@ impl KubeState {
         let mut errors = WatchErrors::new("Clusters");
         while let Some(event) = stream.next().await {
             if event.is_ok() {
-                errors.ok();
+                errors.observe(&event);
             }
             match event {
                 Ok(Event::Init) => relist = Some(HashMap::new()),

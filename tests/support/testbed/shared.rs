@@ -127,6 +127,12 @@ pub fn unique() -> u64 {
 /// A client of the shared bed's API server: the admin, or the admin
 /// impersonating `user` (in `system:masters`).
 pub async fn client(user: Option<&str>) -> kube::Client {
+    client_as(user, &["system:masters"]).await
+}
+
+/// The admin impersonating `user` (when given) in `groups` only: with no
+/// group of power, what RBAC grants `user` is all it may do.
+pub async fn client_as(user: Option<&str>, groups: &[&str]) -> kube::Client {
     let path = &shared().kubeconfig;
     let mut config = kube::Config::from_custom_kubeconfig(
         Kubeconfig::read_from(path).unwrap(),
@@ -136,7 +142,8 @@ pub async fn client(user: Option<&str>) -> kube::Client {
     .unwrap_or_else(|e| panic!("kubeconfig {}: {e}", path.display()));
     if let Some(user) = user {
         config.auth_info.impersonate = Some(user.to_owned());
-        config.auth_info.impersonate_groups = Some(vec!["system:masters".to_owned()]);
+        config.auth_info.impersonate_groups =
+            Some(groups.iter().map(|g| (*g).to_owned()).collect());
     }
     kube::Client::try_from(config).unwrap()
 }
@@ -207,11 +214,17 @@ impl Session {
     /// Another identity in the namespace `namespace` (which must exist, or
     /// be created by the caller): a second scion on the same seed.
     pub async fn in_namespace(namespace: &str) -> Session {
+        Session::as_member_of(namespace, &["system:masters"]).await
+    }
+
+    /// [`Session::in_namespace`] with an identity in `groups` only (none:
+    /// only what RBAC grants its user, [`Session::user`]).
+    pub async fn as_member_of(namespace: &str, groups: &[&str]) -> Session {
         let user = format!("scion-test-{}", unique());
         let session = Session {
             namespace: namespace.to_owned(),
             admin: client(None).await,
-            client: client(Some(&user)).await,
+            client: client_as(Some(&user), groups).await,
             user,
             mark: AtomicU64::new(0),
         };

@@ -133,6 +133,11 @@ pub async fn client(user: Option<&str>) -> kube::Client {
 /// The admin impersonating `user` (when given) in `groups` only: with no
 /// group of power, what RBAC grants `user` is all it may do.
 pub async fn client_as(user: Option<&str>, groups: &[&str]) -> kube::Client {
+    kube::Client::try_from(config_as(user, groups).await).unwrap()
+}
+
+/// The client configuration of [`client_as`] (to add layers of one's own).
+pub async fn config_as(user: Option<&str>, groups: &[&str]) -> kube::Config {
     let path = &shared().kubeconfig;
     let mut config = kube::Config::from_custom_kubeconfig(
         Kubeconfig::read_from(path).unwrap(),
@@ -145,7 +150,7 @@ pub async fn client_as(user: Option<&str>, groups: &[&str]) -> kube::Client {
         config.auth_info.impersonate_groups =
             Some(groups.iter().map(|g| (*g).to_owned()).collect());
     }
-    kube::Client::try_from(config).unwrap()
+    config
 }
 
 /// One request of the audit log.

@@ -179,7 +179,7 @@ mod tests {
             log.observe(&init);
             assert!(!log.failed(text.clone()), "a retry is no news");
         }
-        log.observe(&Ok(kube::runtime::watcher::Event::InitDone));
+        log.observe(&Ok(kube::runtime::watcher::Event::<()>::InitDone));
         assert!(log.failed(text), "a completed list is a recovery");
     }
 

@@ -160,6 +160,8 @@ pub struct Audited {
     pub verb: String,
     /// The request's path, without the query.
     pub path: String,
+    /// The request's query (`limit=50&…`), empty without one.
+    pub query: String,
     /// The object's name (also for a create).
     pub name: String,
     pub code: i64,
@@ -314,6 +316,7 @@ fn audited(e: Value) -> Audited {
     Audited {
         verb: e["verb"].as_str().unwrap_or_default().to_owned(),
         path: uri.split('?').next().unwrap_or_default().to_owned(),
+        query: uri.split_once('?').map_or("", |(_, q)| q).to_owned(),
         name: e["objectRef"]["name"]
             .as_str()
             .unwrap_or_default()

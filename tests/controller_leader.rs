@@ -9,23 +9,22 @@
 //! validation) is the real API server's. The faults are not: a 500 on the
 //! Lease at a chosen request, or on every Lease request for a while, is
 //! something a real kube-apiserver cannot be made to answer on demand, so a
-//! client-side layer ([`Faults`]) answers those requests itself and passes
-//! every other request to the real server.
+//! client-side layer (`testbed::intercept`, [`Faults`]) answers those
+//! requests itself and passes every other request to the real server.
 
 mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use http::{Request, Response};
+use http::{Method, Response, StatusCode};
 use kube::client::Body;
 use scion::controller::{LeaderElection, LeaseTiming, StopSignal, run_while_leading};
-use serde_json::json;
 use support::controller::mock::{reconciler, state};
 use support::controller::*;
+use support::testbed::intercept::{self, Intercept, pass, status};
 use support::testbed::shared::Session;
 
 const LEASE: &str = "scion-leader";
@@ -46,48 +45,30 @@ struct Switches {
     lists_without_holder: AtomicUsize,
 }
 
-/// A client-side layer over the real API server: the Lease faults of
-/// [`Switches`], everything else passed through.
-#[derive(Clone)]
-struct Faults {
-    real: kube::Client,
-    switches: Arc<Switches>,
-}
+/// The Lease faults of [`Switches`] in front of the real API server
+/// (`testbed::intercept`), everything else passed through.
+struct Faults(Arc<Switches>);
 
-impl tower_service::Service<Request<Body>> for Faults {
-    type Response = Response<Body>;
-    type Error = kube::Error;
-    type Future = BoxFuture<'static, Result<Response<Body>, kube::Error>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), kube::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let switches = self.switches.clone();
-        let real = self.real.clone();
-        let path = request.uri().path().to_owned();
-        let query = request.uri().query().unwrap_or_default().to_owned();
-        let method = request.method().clone();
+impl Intercept for Faults {
+    fn before(
+        &self,
+        method: &Method,
+        path: &str,
+        query: &str,
+    ) -> BoxFuture<'static, Option<Response<Body>>> {
+        let switches = &self.0;
         let is_lease = path.starts_with("/apis/coordination.k8s.io/");
-        let failing_get = is_lease
-            && method == http::Method::GET
-            && switches
-                .failing_gets
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok();
         if is_lease {
             switches.lease_calls.fetch_add(1, Ordering::SeqCst);
-        }
-        if failing_get || (is_lease && switches.broken.load(Ordering::SeqCst)) {
-            let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                "reason": "InternalError", "code": 500, "message": "etcd is unavailable"});
-            let response = Response::builder()
-                .status(500)
-                .header("content-type", "application/json")
-                .body(Body::from(serde_json::to_vec(&status).unwrap()))
-                .unwrap();
-            return Box::pin(async move { Ok(response) });
+            let failing_get = method == Method::GET
+                && switches
+                    .failing_gets
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            if failing_get || switches.broken.load(Ordering::SeqCst) {
+                let answer = status(500, "InternalError", "etcd is unavailable");
+                return Box::pin(async move { Some(answer) });
+            }
         }
         if path.ends_with("/controlplanes") && !query.contains("watch=true") {
             switches.lists.fetch_add(1, Ordering::SeqCst);
@@ -95,16 +76,14 @@ impl tower_service::Service<Request<Body>> for Faults {
                 switches.lists_without_holder.fetch_add(1, Ordering::SeqCst);
             }
         }
-        Box::pin(async move {
-            let response = real.send(request).await?;
-            if is_lease
-                && (method == http::Method::POST || method == http::Method::PUT)
-                && response.status().is_success()
-            {
-                switches.lease_taken.store(true, Ordering::SeqCst);
-            }
-            Ok(response)
-        })
+        pass()
+    }
+
+    fn after(&self, method: &Method, path: &str, status: StatusCode) {
+        let write = *method == Method::POST || *method == Method::PUT;
+        if write && path.starts_with("/apis/coordination.k8s.io/") && status.is_success() {
+            self.0.lease_taken.store(true, Ordering::SeqCst);
+        }
     }
 }
 
@@ -124,11 +103,7 @@ impl Api {
 async fn client() -> (kube::Client, Api) {
     let session = Session::new("leader", &[]).await;
     let switches = Arc::new(Switches::default());
-    let faults = Faults {
-        real: session.client.clone(),
-        switches: switches.clone(),
-    };
-    let client = kube::Client::new(faults, session.namespace.clone());
+    let client = intercept::client(session.client.clone(), Arc::new(Faults(switches.clone())));
     (client, Api { session, switches })
 }
 

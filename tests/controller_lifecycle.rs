@@ -6,20 +6,22 @@
 //! deletion, migrate, restore, hibernation and taking over the
 //! ManagedResources a Go extension left.
 //!
-//! One stays on the fake: the ControlPlane vanishing exactly between the
-//! last wait and the finalizer patch (a 404 at a chosen request, which a real
-//! API server cannot be made to answer on demand).
+//! The ControlPlane vanishing exactly between the last wait and the
+//! finalizer patch needs another writer at a chosen request, which a real
+//! API server cannot be asked for: a client-side layer
+//! (`testbed::intercept`) plays it, the 404 is the real server's.
 
 mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::controller::Action;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use support::controller::mock::*;
 use support::controller::real::*;
 use support::controller::*;
+use support::testbed::intercept::{self, Intercept, pass};
 
 const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
 const SEED_MR: &str = "extension-controlplane-seed";
@@ -147,21 +149,79 @@ async fn a_deletion_seen_again_from_a_stale_cache_is_no_failure() {
     );
 }
 
-/// The same for the finalizer patch, the operation's last call. On the fake:
-/// the object must vanish exactly between the last wait and that patch.
+/// Another writer at one request: before the first PATCH of the
+/// ControlPlane itself (not its status), the admin removes our finalizer, so
+/// the object is gone when the patch arrives.
+struct VanishBeforeFinalizerPatch {
+    admin: kube::Client,
+    cp_path: String,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+impl Intercept for VanishBeforeFinalizerPatch {
+    fn before(
+        &self,
+        method: &http::Method,
+        path: &str,
+        _query: &str,
+    ) -> BoxFuture<'static, Option<http::Response<kube::client::Body>>> {
+        use std::sync::atomic::Ordering;
+        if *method != http::Method::PATCH
+            || path != self.cp_path
+            || self.fired.swap(true, Ordering::SeqCst)
+        {
+            return pass();
+        }
+        let (admin, path) = (self.admin.clone(), self.cp_path.clone());
+        Box::pin(async move {
+            let request = http::Request::patch(&path)
+                .header("content-type", "application/merge-patch+json")
+                .body(br#"{"metadata":{"finalizers":null}}"#.to_vec())
+                .unwrap();
+            admin
+                .request::<Value>(request)
+                .await
+                .expect("the other writer removes the finalizer");
+            None
+        })
+    }
+}
+
+/// The same for the finalizer patch, the operation's last call: the object
+/// vanishes exactly between the last wait and that patch. The other writer
+/// acts from a client-side layer (`testbed::intercept`) at that request; the
+/// 404 is the real server's.
 #[tokio::test]
 async fn an_object_gone_before_the_finalizer_patch_is_no_failure() {
     let shoot = shoot(&["IPv4"], false);
-    let f = fake(state(shoot), "aws");
-    f.reconcile(&aws_cp(None, aws_subnets()))
+    let f = created(&shoot).await;
+    f.delete_controlplane().await;
+    let vanish = std::sync::Arc::new(VanishBeforeFinalizerPatch {
+        admin: f.session.admin.clone(),
+        cp_path: f.cp_path(),
+        fired: Default::default(),
+    });
+    let client = intercept::client(f.session.client.clone(), vanish.clone());
+    let mut ctx = reconciler(client, state_in(shoot, f.ns()), "aws");
+    ctx.actuator.delete_poll = Duration::from_millis(20);
+    f.clear().await;
+    let cp = f.controlplane().await;
+    let action = scion::controller::reconcile(std::sync::Arc::new(cp), std::sync::Arc::new(ctx))
         .await
-        .expect("reconciles");
-    let mut cp = f.controlplane();
-    cp.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
-    f.store(&cp);
-    f.api.lock().unwrap().fail("PATCH", CP_PATH, 404);
-    let action = f.reconcile_stored().await.expect("no failure");
+        .expect("no failure");
     assert_eq!(action, Action::await_change());
+    assert!(vanish.fired.load(std::sync::atomic::Ordering::SeqCst));
+    let requests = f.requests().await;
+    let last = requests.last().expect("requests");
+    assert_eq!(
+        (f.short(&last.line()), last.code),
+        ("PATCH cp".to_string(), 404),
+        "the finalizer patch is the last request and finds the object gone: {requests:#?}"
+    );
+    assert!(
+        f.get(&f.cp_path()).await.is_none(),
+        "the ControlPlane is gone"
+    );
 }
 
 #[tokio::test]

@@ -30,6 +30,7 @@ pub mod bins;
 pub mod certs;
 pub mod chart;
 pub mod extension;
+pub mod intercept;
 pub mod process;
 pub mod scion;
 pub mod shared;

@@ -4,10 +4,9 @@
 //! nothing requested, the reconcile annotation, a scion upgrade, Gardener's
 //! predicates, skips and errors.
 //!
-//! Two stay on stand-ins: the timeout needs an API server that never answers
-//! (a scripted `tower_test` mock holds the request), and the pruning of the
-//! reconciler's memory runs on tokio's paused clock, which cannot run
-//! against real I/O (the fake).
+//! The timeout needs an API server that never answers: a client-side layer
+//! (`testbed::intercept::Hold`) holds the request, everything else is the
+//! real server's.
 
 mod support;
 
@@ -17,10 +16,11 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use scion::controller;
 use scion::gardener::cluster::LastOperation;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::controller::mock::*;
 use support::controller::real::*;
 use support::controller::*;
+use support::testbed::intercept::Hold;
 
 const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
 const SEED_MR: &str = "extension-controlplane-seed";
@@ -523,32 +523,14 @@ async fn render_error_sets_last_error_and_requeues_with_backoff() {
 
 #[tokio::test]
 async fn a_hanging_api_server_ends_the_reconcile_at_the_timeout() {
-    let cp = aws_cp(None, aws_subnets());
-    let (ctx, mut handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
+    let shoot = shoot(&["IPv4"], false);
+    let f = real(shoot.clone(), "aws").await;
+    f.insert(&cp_json(&aws_cp(None, aws_subnets()))).await;
+    // The first request (the finalizer patch) is never answered.
+    let hold = Hold::first(1);
+    let mut ctx = f.through(shoot, hold.clone());
     ctx.timeout = Duration::from_millis(200);
-    let server = tokio::spawn(async move {
-        // Take the first request (the finalizer patch) and never answer it.
-        let _pending = handle.next_request().await.expect("a request");
-        // After the timeout the reconciler records it in the status.
-        let (req, send) = handle.next_request().await.expect("the status patch");
-        assert_eq!(req.uri().path(), format!("{CP_PATH}/status"));
-        let body: Value =
-            serde_json::from_slice(&req.into_body().collect_bytes().await.expect("body"))
-                .expect("json");
-        assert_eq!(body["status"]["lastOperation"]["state"], "Error");
-        let d = body["status"]["lastError"]["description"]
-            .as_str()
-            .expect("lastError");
-        assert!(d.contains("did not finish within 200ms"), "{d}");
-        let reply = http::Response::builder()
-            .status(200)
-            .body(kube::client::Body::from(
-                serde_json::to_vec(&cp_json(&aws_cp(None, aws_subnets()))).expect("json"),
-            ))
-            .expect("response");
-        send.send_response(reply);
-    });
+    let cp = f.controlplane().await;
     let err = controller::reconcile(Arc::new(cp), Arc::new(ctx))
         .await
         .expect_err("times out");
@@ -556,30 +538,44 @@ async fn a_hanging_api_server_ends_the_reconcile_at_the_timeout() {
         matches!(err, controller::Error::Timeout(d) if d == Duration::from_millis(200)),
         "{err}"
     );
-    finish(server).await;
+    assert_eq!(hold.held.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // After the timeout the reconciler records it in the status.
+    assert_eq!(f.writes().await, ["PATCH cp/status"]);
+    let cp = f.get(&f.cp_path()).await.expect("stored");
+    assert_eq!(cp["status"]["lastOperation"]["state"], "Error");
+    let d = cp["status"]["lastError"]["description"]
+        .as_str()
+        .expect("lastError");
+    assert!(d.contains("did not finish within 200ms"), "{d}");
 }
 
 /// The reconciler's memory of objects (first look or not, the last
 /// operation) is bounded: an object not looked at for two resyncs and a
-/// reconcile bound (deleted, say) is forgotten. On the fake: tokio's paused
-/// clock cannot run against real I/O.
-#[tokio::test(start_paused = true)]
+/// reconcile bound (deleted, say) is forgotten. On real time with a short
+/// resync (100 ms) and bound (4 s): forgotten after 4.2 s.
+#[tokio::test]
 async fn the_memory_of_objects_gone_is_pruned() {
     let shoot = shoot(&["IPv4"], false);
-    let f = fake(state(shoot.clone()), "aws");
+    let f = real_with(shoot, "aws", None, |r| {
+        r.resync = Duration::from_millis(100);
+        r.timeout = Duration::from_secs(4);
+    })
+    .await;
     f.reconcile(&aws_cp(None, aws_subnets()))
         .await
         .expect("reconciles");
+    let mut other = f.controlplane().await;
+    other.metadata.name = Some("other".into());
+    f.insert(&cp_json(&other)).await;
     let other = {
-        let mut cp = f.controlplane();
-        cp.metadata.name = Some("other".into());
-        cp
+        let path = f.cp_path().replace("/control-plane", "/other");
+        serde_json::from_value(f.get(&path).await.expect("stored")).expect("ControlPlane")
     };
     controller::reconcile(Arc::new(other), f.ctx.clone())
         .await
         .expect("settled");
     assert_eq!(f.ctx.remembered(), 2);
-    tokio::time::advance(Duration::from_secs(600 * 2 + 180)).await;
+    tokio::time::sleep(Duration::from_millis(4200 + 300)).await;
     f.reconcile_stored().await.expect("settled");
     assert_eq!(f.ctx.remembered(), 1, "only the one looked at since");
 }

@@ -15,13 +15,13 @@ mod support;
 
 use std::time::Duration;
 
-use kube::runtime::controller::Action;
 use futures::future::BoxFuture;
+use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use support::controller::mock::*;
 use support::controller::real::*;
 use support::controller::*;
-use support::testbed::intercept::{self, Intercept, pass};
+use support::testbed::intercept::{Intercept, pass};
 
 const CONFIG_MR: &str = "extension-controlplane-configuration-seed";
 const SEED_MR: &str = "extension-controlplane-seed";
@@ -201,9 +201,7 @@ async fn an_object_gone_before_the_finalizer_patch_is_no_failure() {
         cp_path: f.cp_path(),
         fired: Default::default(),
     });
-    let client = intercept::client(f.session.client.clone(), vanish.clone());
-    let mut ctx = reconciler(client, state_in(shoot, f.ns()), "aws");
-    ctx.actuator.delete_poll = Duration::from_millis(20);
+    let ctx = f.through(shoot, vanish.clone());
     f.clear().await;
     let cp = f.controlplane().await;
     let action = scion::controller::reconcile(std::sync::Arc::new(cp), std::sync::Arc::new(ctx))

@@ -4,8 +4,9 @@
 //! series, and the `/metrics` text of the server's registry carries them
 //! with controller-runtime's names, labels and buckets next to scion's own
 //! families. The timeout and the worker busy with a pending request need an
-//! API server that does not answer: a scripted `tower_test` mock holds the
-//! request.
+//! API server that does not answer: a client-side layer
+//! (`testbed::intercept::Hold`) holds the request, everything else is the
+//! real server's.
 
 mod support;
 
@@ -20,6 +21,7 @@ use serde_json::json;
 use support::controller::mock::*;
 use support::controller::real::*;
 use support::controller::*;
+use support::testbed::intercept::Hold;
 
 /// controller-runtime's families of a started ControlPlane controller in
 /// `metrics`' registry.
@@ -178,47 +180,46 @@ async fn a_failed_reconcile_counts_as_error_and_retry() {
 #[tokio::test]
 async fn a_reconcile_that_runs_out_of_time_counts_as_timeout_and_error() {
     let metrics = Metrics::new();
-    let families = families(&metrics);
-    let (ctx, mut handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
+    let shoot = shoot(&["IPv4"], false);
+    let f = real(shoot.clone(), "aws").await;
+    f.insert(&cp_json(&aws_cp(None, aws_subnets()))).await;
+    // Hold the finalizer patch and the status patch after the timeout
+    // unanswered (both ends are bounded by the reconcile timeout).
+    let mut ctx = f.through(shoot, Hold::first(2));
     ctx.timeout = Duration::from_millis(50);
-    ctx.metrics = Some(families);
-    let server = tokio::spawn(async move {
-        // Hold the finalizer patch and the status patch after the timeout
-        // unanswered (both ends are bounded by the reconcile timeout).
-        let _first = handle.next_request().await.expect("a request");
-        let _second = handle.next_request().await;
-    });
-    controller::reconcile(Arc::new(aws_cp(None, aws_subnets())), Arc::new(ctx))
+    ctx.metrics = Some(families(&metrics));
+    controller::reconcile(Arc::new(f.controlplane().await), Arc::new(ctx))
         .await
         .expect_err("times out");
     let text = metrics.encode().expect("encodes");
     assert_eq!(sample(&text, TIMEOUTS), 1.0);
     assert_eq!(total(&text, "error"), 1.0);
     assert_eq!(sample(&text, ERRORS), 1.0);
-    server.abort();
 }
 
 #[tokio::test]
 async fn a_reconcile_in_progress_is_an_active_worker() {
     let metrics = Metrics::new();
-    let families = families(&metrics);
-    let (ctx, mut handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
-    ctx.metrics = Some(families);
+    let shoot = shoot(&["IPv4"], false);
+    let f = real(shoot.clone(), "aws").await;
+    f.insert(&cp_json(&aws_cp(None, aws_subnets()))).await;
+    let hold = Hold::first(1);
+    let mut ctx = f.through(shoot, hold.clone());
+    ctx.metrics = Some(families(&metrics));
     let reconcile = tokio::spawn(controller::reconcile(
-        Arc::new(aws_cp(None, aws_subnets())),
+        Arc::new(f.controlplane().await),
         Arc::new(ctx),
     ));
     // The reconcile waits for the API to answer its first request.
-    let pending = handle.next_request().await.expect("a request");
+    tokio::time::timeout(Duration::from_secs(10), hold.arrived.notified())
+        .await
+        .expect("a request");
     let text = metrics.encode().expect("encodes");
     assert_eq!(sample(&text, ACTIVE), 1.0);
     // Cancelled (as kube-runtime does on shutdown), it frees the worker and
     // records no result.
     reconcile.abort();
     let _ = reconcile.await;
-    drop(pending);
     let text = metrics.encode().expect("encodes");
     assert_eq!(sample(&text, ACTIVE), 0.0);
     assert_eq!(sample(&text, TIME_COUNT), 0.0);

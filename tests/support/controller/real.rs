@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::mock::{cp_json, decode_secret, reconciler};
 use super::{NS, aws_static_secret};
+use crate::support::testbed::intercept::{self, Intercept};
 use crate::support::testbed::shared::{Audited, Session, dynamic_api};
 
 /// The finalizer gardener-resource-manager keeps on a ManagedResource until
@@ -109,6 +110,22 @@ pub fn real_in(
 }
 
 impl Real {
+    /// A second reconciler like [`Real::ctx`] (the same identity, namespace,
+    /// provider and clocks) for `shoot`, whose client goes through
+    /// `intercept` (`testbed::intercept`): for the faults a real API server
+    /// cannot produce at a chosen request. Its calls are in
+    /// [`Real::requests`] (those the layer let through).
+    pub fn through(
+        &self,
+        shoot: ShootContext,
+        intercept: Arc<dyn Intercept>,
+    ) -> ControlPlaneReconciler {
+        let client = intercept::client(self.session.client.clone(), intercept);
+        let mut ctx = reconciler(client, state_in(shoot, self.ns()), &self.ctx.provider);
+        ctx.actuator.delete_poll = self.ctx.actuator.delete_poll;
+        ctx
+    }
+
     /// The namespace.
     pub fn ns(&self) -> &str {
         &self.session.namespace

@@ -83,3 +83,44 @@ impl tower_service::Service<Request<Body>> for Layer {
         })
     }
 }
+
+/// An API server that never answers the first `n` requests of the client
+/// (the client's own deadline, or the caller's, ends them); the rest pass.
+#[derive(Debug, Default)]
+pub struct Hold {
+    left: std::sync::atomic::AtomicUsize,
+    /// Requests held so far.
+    pub held: std::sync::atomic::AtomicUsize,
+    /// Notified at every request held.
+    pub arrived: tokio::sync::Notify,
+}
+
+impl Hold {
+    /// Hold the first `n` requests.
+    pub fn first(n: usize) -> Arc<Hold> {
+        let hold = Hold::default();
+        hold.left.store(n, std::sync::atomic::Ordering::SeqCst);
+        Arc::new(hold)
+    }
+}
+
+impl Intercept for Hold {
+    fn before(
+        &self,
+        _method: &Method,
+        _path: &str,
+        _query: &str,
+    ) -> BoxFuture<'static, Option<Response<Body>>> {
+        use std::sync::atomic::Ordering;
+        if self
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_err()
+        {
+            return pass();
+        }
+        self.held.fetch_add(1, Ordering::SeqCst);
+        self.arrived.notify_one();
+        Box::pin(std::future::pending())
+    }
+}

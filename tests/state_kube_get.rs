@@ -1,19 +1,19 @@
 //! The API source's live Secret/ConfigMap GETs. On a real kube-apiserver
 //! (the test bed shared by this binary): found, changed (read again, no
-//! cache), not found, and the server's own 403. Against a scripted mock, the
-//! faults a real API server does not produce on demand: no answer until the
-//! client's deadline, a 500 from etcd, a proxy's 502 in HTML.
+//! cache), not found, and the server's own 403. The faults a real API server
+//! does not produce on demand (no answer until the client's deadline, a 500
+//! from etcd, a proxy's 502 in HTML) come from a client-side layer in front
+//! of it (`testbed::intercept`).
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use http::StatusCode;
 use scion::gardener::{ObjectData, ObjectKind};
 use scion::state::{KubeState, KubeStateOptions, StateError, StateSource};
 use serde_json::json;
-use support::state::mock_api::{next, respond, state, status_body};
+use support::testbed::intercept::{self, Answer, Hold, status};
 use support::testbed::shared::Session;
 
 fn cloudprovider(namespace: &str, access_key: &str) -> serde_json::Value {
@@ -112,22 +112,28 @@ async fn a_forbidden_get_is_the_api_servers_own_words() {
 
 #[tokio::test]
 async fn a_secret_get_without_answer_times_out() {
-    let (state, mut api) = state(Duration::from_millis(200));
-    let server = tokio::spawn(async move {
-        let (_request, send) = next(&mut api).await;
-        // Never answer; keep the responder alive until the client gave up.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        drop(send);
-    });
+    let session = Session::new("state-get-hold", &[]).await;
+    let ns = session.namespace.as_str();
+    session.apply(&cloudprovider(ns, "foo")).await;
+    let hold = Hold::first(1);
+    let options = KubeStateOptions {
+        get_timeout: Duration::from_millis(200),
+        ..KubeStateOptions::default()
+    };
+    let state = KubeState::new(
+        intercept::client(session.client.clone(), hold.clone()),
+        options,
+    );
     let started = Instant::now();
     let err = state
-        .object(ObjectKind::Secret, "shoot--dev--aws", "cloudprovider")
+        .object(ObjectKind::Secret, ns, "cloudprovider")
         .await
         .unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "bounded by the timeout"
     );
+    assert_eq!(hold.held.load(std::sync::atomic::Ordering::SeqCst), 1);
     let StateError::Api {
         kind,
         namespace,
@@ -139,54 +145,58 @@ async fn a_secret_get_without_answer_times_out() {
     };
     assert_eq!(
         (*kind, namespace.as_str(), name.as_str()),
-        ("secret", "shoot--dev--aws", "cloudprovider")
+        ("secret", ns, "cloudprovider")
     );
     assert!(reason.contains("within 200ms"), "{reason}");
     assert!(
         err.to_string()
-            .starts_with("could not get secret 'shoot--dev--aws/cloudprovider': "),
+            .starts_with(&format!("could not get secret '{ns}/cloudprovider': ")),
         "{err}"
     );
-    server.abort();
+    // the next GET is the real server's: the bound ended one request only
+    assert_eq!(
+        state.object(ObjectKind::Secret, ns, "cloudprovider").await,
+        Ok(secret_data("foo"))
+    );
 }
 
 #[tokio::test]
 async fn server_faults_become_clear_errors() {
-    let (state, mut api) = state(Duration::from_secs(2));
-    let server = tokio::spawn(async move {
-        let (_, send) = next(&mut api).await;
-        respond(
-            send,
-            StatusCode::INTERNAL_SERVER_ERROR,
-            status_body(500, "InternalError", "etcdserver: request timed out"),
-        );
-        let (_, send) = next(&mut api).await;
-        respond(
-            send,
-            StatusCode::BAD_GATEWAY,
-            "<html>bad gateway</html>".into(),
-        );
-    });
+    let session = Session::new("state-get-faults", &[]).await;
+    let ns = session.namespace.as_str();
+    let bad_gateway = http::Response::builder()
+        .status(502)
+        .body(kube::client::Body::from(
+            b"<html>bad gateway</html>".to_vec(),
+        ))
+        .unwrap();
+    let answers = Answer::first(vec![
+        status(500, "InternalError", "etcdserver: request timed out"),
+        bad_gateway,
+    ]);
+    let state = KubeState::new(
+        intercept::client(session.client.clone(), answers),
+        KubeStateOptions::default(),
+    );
     let err = state
-        .object(
-            ObjectKind::ConfigMap,
-            "shoot--dev--aws",
-            "cloud-provider-config",
-        )
+        .object(ObjectKind::ConfigMap, ns, "cloud-provider-config")
         .await
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "could not get configmap 'shoot--dev--aws/cloud-provider-config': API server answered 500 InternalError: etcdserver: request timed out"
+        format!(
+            "could not get configmap '{ns}/cloud-provider-config': API server answered 500 InternalError: etcdserver: request timed out"
+        )
     );
     let err = state
-        .object(ObjectKind::Secret, "shoot--dev--aws", "cloudprovider")
+        .object(ObjectKind::Secret, ns, "cloudprovider")
         .await
         .unwrap_err();
     assert!(matches!(err, StateError::Api { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "could not get secret 'shoot--dev--aws/cloudprovider': API server answered 502: <html>bad gateway</html>"
+        format!(
+            "could not get secret '{ns}/cloudprovider': API server answered 502: <html>bad gateway</html>"
+        )
     );
-    server.await.unwrap();
 }

@@ -124,3 +124,26 @@ impl Intercept for Hold {
         Box::pin(std::future::pending())
     }
 }
+
+/// Answers the first requests of the client with `answers`, in order; the
+/// rest pass.
+#[derive(Default)]
+pub struct Answer(std::sync::Mutex<std::collections::VecDeque<Response<Body>>>);
+
+impl Answer {
+    pub fn first(answers: Vec<Response<Body>>) -> Arc<Answer> {
+        Arc::new(Answer(std::sync::Mutex::new(answers.into())))
+    }
+}
+
+impl Intercept for Answer {
+    fn before(
+        &self,
+        _method: &Method,
+        _path: &str,
+        _query: &str,
+    ) -> BoxFuture<'static, Option<Response<Body>>> {
+        let answer = self.0.lock().unwrap().pop_front();
+        Box::pin(async move { answer })
+    }
+}

@@ -724,7 +724,7 @@ pub async fn wait_healthy(
 /// namespace) and what it allocates rather than defaults when the object
 /// leaves it out (a Service's `clusterIP`, `clusterIPs`, `ipFamilies`,
 /// `ipFamilyPolicy`; a DaemonSet's `deprecated.daemonset.template.generation`
-/// annotation).
+/// annotation; a Job's generated selector and `controller-uid` labels).
 pub fn defaults_mismatch(desired: &Value, stored: &Value) -> Vec<String> {
     let mut want = desired.clone();
     scion::gardener::defaults::apply(&mut want);
@@ -745,6 +745,18 @@ pub fn defaults_mismatch(desired: &Value, stored: &Value) -> Vec<String> {
                     && let Some(spec) = have["spec"].as_object_mut()
                 {
                     spec.remove(field);
+                }
+            }
+        }
+        // without a selector of its own, a Job's is generated from its uid
+        "Job" if desired["spec"].get("selector").is_none() => {
+            if let Some(spec) = have["spec"].as_object_mut() {
+                spec.remove("selector");
+            }
+            for path in ["/metadata/labels", "/spec/template/metadata/labels"] {
+                if let Some(labels) = have.pointer_mut(path).and_then(Value::as_object_mut) {
+                    labels.remove("controller-uid");
+                    labels.remove("batch.kubernetes.io/controller-uid");
                 }
             }
         }

@@ -579,3 +579,31 @@ async fn the_memory_of_objects_gone_is_pruned() {
     f.reconcile_stored().await.expect("settled");
     assert_eq!(f.ctx.remembered(), 1, "only the one looked at since");
 }
+
+/// At a start the controller may look at a ControlPlane before the Cluster
+/// list has arrived (issue 21's restarts logged "could not get Cluster …:
+/// not found" for every shoot): a look again in a second, no failure, no
+/// call. Once the list is complete, a missing Cluster is an error.
+#[tokio::test]
+async fn a_controlplane_seen_before_the_cluster_list_is_requeued_quietly() {
+    let f = real(shoot(&["IPv4"], false), "aws").await;
+    f.insert(&cp_json(&aws_cp(None, aws_subnets()))).await;
+    let cp = Arc::new(f.controlplane().await);
+    // the API source before its first list (not started)
+    let mut ctx = reconciler(f.session.client.clone(), Default::default(), "aws");
+    ctx.state = Arc::new(scion::state::KubeState::new(
+        f.session.client.clone(),
+        Default::default(),
+    ));
+    let action = controller::reconcile(cp.clone(), Arc::new(ctx))
+        .await
+        .expect("no failure");
+    assert_eq!(action, Action::requeue(Duration::from_secs(1)));
+    assert_eq!(f.lines().await, Vec::<String>::new());
+    // a complete state without the Cluster
+    let ctx = reconciler(f.session.client.clone(), Default::default(), "aws");
+    let err = controller::reconcile(cp, Arc::new(ctx))
+        .await
+        .expect_err("no Cluster");
+    assert!(err.to_string().contains("could not get Cluster"), "{err}");
+}

@@ -18,7 +18,7 @@
 //! cargo run --release --example controller_scale -- --controlplanes 200
 //! ```
 
-#[allow(unused_imports, dead_code)]
+// `tests/support/mod.rs` allows its own dead code and unused imports
 #[path = "../tests/support/mod.rs"]
 mod support;
 use support::controller as fixtures;

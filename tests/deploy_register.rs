@@ -329,7 +329,7 @@ async fn missing_owner_namespace_is_a_clear_error() {
         matches!(err, RegistrationError::OwnerNamespace { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains(&r.ext.namespace()), "{err}");
+    assert!(err.to_string().contains(r.ext.namespace()), "{err}");
     assert_eq!(
         r.calls().await,
         [("GET mwc".to_owned(), 404), ("GET ns".to_owned(), 404)]

@@ -207,10 +207,11 @@ fn job(object: &mut Value) {
     pod_template(spec);
     let template_labels = object["spec"]["template"]["metadata"]["labels"].clone();
     let meta = child(object, "metadata");
-    if meta["labels"].as_object().is_none_or(Map::is_empty) && template_labels.is_object() {
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert("labels".into(), template_labels);
-        }
+    if meta["labels"].as_object().is_none_or(Map::is_empty)
+        && template_labels.is_object()
+        && let Some(meta) = meta.as_object_mut()
+    {
+        meta.insert("labels".into(), template_labels);
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use faults::seed::{self, EXTENSION_NS, PROVIDER};
 use futures::StreamExt as _;
 use serde_json::Value;
-use testbed::gardenlet::gardenlet_objects;
+use testbed::extension::gardenlet_objects;
 use testbed::{ApiServer, Testbed, eventually};
 
 /// Shoot namespaces `.ci/run` writes.
@@ -135,7 +135,7 @@ async fn gardenlet_writes_every_shoot_at_once() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let original = testbed::gardenlet::recorded_object(PROVIDER, "kube-controller-manager", "x");
+    let original = testbed::extension::recorded_object(PROVIDER, "kube-controller-manager", "x");
     let command = |o: &Value| o["spec"]["template"]["spec"]["containers"][0]["command"].clone();
     let unmutated = results
         .iter()

@@ -145,7 +145,7 @@ async fn api_server_restart_and_etcd_outage() {
         Duration::from_secs(120),
         || async {
             let kcm =
-                testbed::gardenlet::recorded_object(PROVIDER, "kube-controller-manager", &late);
+                testbed::extension::recorded_object(PROVIDER, "kube-controller-manager", &late);
             bed.seed
                 .delete(
                     "apps/v1",

@@ -23,10 +23,11 @@ use std::time::Duration;
 
 use scion::profile::BUILTIN_PROVIDERS;
 use serde_json::{Value, json};
-use testbed::gardenlet::{example_objects, gardenlet_objects, recorded_object};
+use testbed::extension::{example_objects, gardenlet_objects, recorded_object};
 use testbed::{ApiServer, Testbed, eventually, root};
 
 const MUTATED_BY: &str = "provider.extensions.gardener.cloud/mutated-by-controlplane-webhook";
+
 /// What `scion mutate` prints for `object` with the example shoot of
 /// `provider`: the object (`-o json`) and whether it patches (`-o patch`).
 fn scion_mutate(provider: &str, object: &Value) -> (Value, bool) {
@@ -206,7 +207,7 @@ async fn check_provider(bed: &Testbed, provider: &str) {
     api.namespace(&reference, &[]).await;
     // the shoot's context, as gardenlet keeps it (no ControlPlane: the
     // controller is not under test here)
-    for object in example_objects(provider) {
+    for object in example_objects(provider, &shoot) {
         if object["kind"] != "ControlPlane" {
             api.apply(&object, "gardenlet")
                 .await
@@ -230,6 +231,13 @@ async fn check_provider(bed: &Testbed, provider: &str) {
             &api.create(&at_reference)
                 .await
                 .unwrap_or_else(|e| panic!("{what}: reference: {e}")),
+        );
+        // the table of the API server's defaults scion check compares
+        // with (gardener::defaults) gives what this API server stored
+        let mismatch = testbed::extension::defaults_mismatch(&expected, &want);
+        assert!(
+            mismatch.is_empty(),
+            "{what}: gardener::defaults::apply of scion mutate's output is not what the API server stored; from the table's answer to the stored object: {mismatch:#?}"
         );
         assert!(
             webhook_called(

@@ -108,8 +108,11 @@ impl KubeState {
         let mut errors = WatchErrors::new("Clusters");
         while let Some(event) = stream.next().await {
             if event.is_ok() {
-                errors.ok();
-                self.following().failing = None;
+                errors.observe(&event);
+                // Init starts a (re)list, which may fail again: not a recovery.
+                if !matches!(event, Ok(Event::Init)) {
+                    self.following().failing = None;
+                }
             }
             match event {
                 Ok(Event::Init) => {

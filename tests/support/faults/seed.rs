@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::super::testbed::gardenlet::{example_shoot, recorded_object};
+use super::super::testbed::extension::{example_objects as example_shoot, recorded_object};
 use super::super::testbed::scion::scion_binary;
 use super::super::testbed::{ApiServer, eventually, yaml_documents};
 

@@ -52,7 +52,8 @@ impl ProviderCode for Alicloud {
     ) -> Result<(), String> {
         let id = data.required("accessKeyID")?;
         let secret_key = data.required("accessKeySecret")?;
-        data.set(
+        // Bytes as Go's fmt.Sprintf("%s", string(b)) keeps them.
+        data.set_bytes(
             "credentialsFile",
             &shared_credentials_file(&id, &secret_key),
         );
@@ -62,8 +63,14 @@ impl ProviderCode for Alicloud {
 
 /// The shared credentials file provider-alicloud's cloudprovider webhook
 /// writes into the Secret (key `credentialsFile`).
-fn shared_credentials_file(id: &str, secret_key: &str) -> String {
-    format!("[default]\ntype = access_key\naccess_key_id = {id}\naccess_key_secret = {secret_key}")
+fn shared_credentials_file(id: &[u8], secret_key: &[u8]) -> Vec<u8> {
+    [
+        &b"[default]\ntype = access_key\naccess_key_id = "[..],
+        id,
+        b"\naccess_key_secret = ",
+        secret_key,
+    ]
+    .concat()
 }
 
 /// The CSI plugins' credentials file: the Secret's `credentialsFile` (the
@@ -73,10 +80,12 @@ fn credentials_file(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {
     if let Some(file) = inputs.secret_str("credentialsFile")? {
         return Ok(Value::String(file.to_string()));
     }
-    Ok(Value::String(shared_credentials_file(
-        inputs.required_secret("accessKeyID")?,
-        inputs.required_secret("accessKeySecret")?,
-    )))
+    let file = shared_credentials_file(
+        inputs.required_secret("accessKeyID")?.as_bytes(),
+        inputs.required_secret("accessKeySecret")?.as_bytes(),
+    );
+    // both parts are text (required_secret), so the file is too
+    Ok(Value::String(String::from_utf8_lossy(&file).into_owned()))
 }
 
 fn cloud_config(inputs: &CodeInput<'_>) -> Result<Value, CodeError> {

@@ -247,26 +247,25 @@ async fn the_checked_deployments_are_the_ones_the_components_declare() {
         .map(str::to_string)
         .collect();
     assert_eq!(declared[0], "cloud-controller-manager", "{declared:?}");
-    let mut w = World::new(shoot(&["IPv4"], false));
+    let mut w = World::new(shoot(&["IPv4"], false)).await;
     w.checks.deployments = declared.clone();
+    let ns = w.f.ns().to_owned();
     let all: Vec<Deployment> = declared
         .iter()
         .map(|name| {
-            let mut d = deployment("True");
+            let mut d = deployment(&w.f, "True");
             d.metadata.name = Some(name.clone());
             d
         })
         .collect();
-    assert_eq!(w.pass(all.clone(), &healthy_mrs()).await, 1);
-    assert_eq!(w.condition()["status"], "True");
+    let healthy = w.healthy_mrs();
+    assert_eq!(w.pass(all.clone(), &healthy).await, 1);
+    assert_eq!(w.condition().await["status"], "True");
     let last = declared.last().expect("one");
+    assert_eq!(w.pass(all[..all.len() - 1].to_vec(), &healthy).await, 1);
     assert_eq!(
-        w.pass(all[..all.len() - 1].to_vec(), &healthy_mrs()).await,
-        1
-    );
-    assert_eq!(
-        w.condition()["message"],
-        format!("deployment \"{last}\" in namespace \"shoot--foo--bar\" not found.")
+        w.condition().await["message"],
+        format!("deployment \"{last}\" in namespace \"{ns}\" not found.")
     );
 }
 

@@ -554,11 +554,11 @@ async fn the_go_extensions_managed_resources_are_taken_over() {
 
     // On deletion the CRDs ManagedResource goes too, with the Secret it
     // references (the Go extension's old one is GRM's garbage collector's).
-    let current = f.managed_resource(SHOOT_CRDS_MR).await.expect("MR")["spec"]["secretRefs"][0]
-        ["name"]
-        .as_str()
-        .expect("ref")
-        .to_string();
+    let current =
+        f.managed_resource(SHOOT_CRDS_MR).await.expect("MR")["spec"]["secretRefs"][0]["name"]
+            .as_str()
+            .expect("ref")
+            .to_string();
     f.delete_controlplane().await;
     f.reconcile_stored().await.expect("deletes");
     assert!(f.managed_resource(SHOOT_CRDS_MR).await.is_none());

@@ -289,7 +289,11 @@ fn objects_land_in_their_managed_resources() {
             kube_apiserver_replicas: None,
             image_override: None,
             images: &images,
-            certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+            certificates: &scion::secrets::Certificates::fixed(
+                SERVER_SECRET,
+                &spec.certificates(),
+                "",
+            ),
         },
         &spec,
     )

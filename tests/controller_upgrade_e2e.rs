@@ -123,7 +123,7 @@ async fn the_extension_is_upgraded_under_load() {
 
     // the newer build starts beside the old one
     let builtin = std::fs::read_to_string(
-        testbed::root().join(format!("src/profile/builtin/imagevector/{PROVIDER}.yaml")),
+        testbed::root().join(format!("src/providers/{PROVIDER}/images.yaml")),
     )
     .unwrap();
     assert!(builtin.contains(OLD_REPO));

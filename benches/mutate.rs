@@ -10,6 +10,11 @@
 
 use std::sync::Arc;
 
+/// The hostile inputs of issue 27, as the tests and the attack tool build them.
+#[path = "../tests/support/hostile.rs"]
+#[allow(dead_code)]
+mod hostile;
+
 /// The allocator of the `scion` binary (src/main.rs), so the figures are its.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -203,5 +208,117 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// Issue 27: each hostile seed-webhook input at three sizes (×1, ×2, ×4), as
+/// the server runs it: under the memory share and deadline a job of that
+/// body gets (`scion::server::mutation_budget`). The time must grow at most
+/// linearly; those the allowance refuses are measured to the refusal.
+fn hostile_inputs(c: &mut Criterion) {
+    let mut shoot_osc = shoot();
+    shoot_osc.cluster_name = hostile::OSC_NAMESPACE.into();
+    shoot_osc.shoot.spec.provider.infrastructure_config =
+        Some(serde_json::json!({"kind": "InfrastructureConfig"}));
+    let mut snap = Snapshot::default();
+    snap.insert_shoot(shoot_osc);
+    let mutator = WebhookMutator::new(
+        Engine::new(Profile::builtin("aws").expect("built-in")),
+        Arc::new(snap),
+    );
+    type Build = fn(usize) -> Vec<u8>;
+    let cases: Vec<(&str, [usize; 3], Build)> = vec![
+        (
+            "hostile_unit_sections",
+            [12_500, 25_000, 50_000],
+            hostile::many_sections,
+        ),
+        ("hostile_unit_long_lines_first", [250, 500, 1_000], |n| {
+            hostile::long_lines_first(n, 2_000)
+        }),
+        (
+            "hostile_kubelet_config_bytes",
+            [500_000, 1_000_000, 2_000_000],
+            hostile::big_kubelet_config,
+        ),
+        (
+            "hostile_tiny_files",
+            [212_500, 425_000, 850_000],
+            hostile::tiny_files,
+        ),
+        (
+            "hostile_ordinary_files",
+            [12_500, 25_000, 50_000],
+            hostile::ordinary_files,
+        ),
+        // What fits the share of the example's 84 KB review (answered).
+        (
+            "hostile_tiny_files_fitting",
+            [200, 400, 800],
+            hostile::tiny_files,
+        ),
+        (
+            "hostile_ordinary_files_fitting",
+            [50, 100, 200],
+            hostile::ordinary_files,
+        ),
+    ];
+    let mut group = c.benchmark_group("hostile");
+    group.sample_size(10);
+    for (name, sizes, build) in cases {
+        for n in sizes {
+            let body = build(n);
+            let answer = || {
+                let budget = scion::server::mutation_budget(body.len());
+                scion::budget::run(budget, || match mutator.decode(&body) {
+                    Ok(request) => futures::executor::block_on(mutator.mutate(&request))
+                        .map(|_| ())
+                        .is_ok(),
+                    Err(_) => false,
+                })
+            };
+            // What the server answers, once, beside the figure.
+            let budget = scion::server::mutation_budget(body.len());
+            let outcome = scion::budget::run(budget, || match mutator.decode(&body) {
+                Ok(request) => match futures::executor::block_on(mutator.mutate(&request)) {
+                    Ok(_) => "mutated".to_string(),
+                    Err(d) => format!("denied {}", d.code()),
+                },
+                Err(e) => format!("refused: {e}"),
+            });
+            // The CPU time of an answer on this thread (the scheduler's
+            // nanoseconds, `/proc/thread-self/schedstat`), averaged over
+            // answers that took 200 ms of CPU together (the count advances
+            // by scheduler ticks): unlike the wall time criterion reports,
+            // it leaves out the time other processes of a shared machine
+            // held the CPU.
+            let cpu = thread_cpu_ns().map(|start| {
+                let mut answers = 0u32;
+                let mut used = 0;
+                while used < 200_000_000 && answers < 10_000 {
+                    answer();
+                    answers += 1;
+                    used = thread_cpu_ns().unwrap_or(start) - start;
+                }
+                format!("{:.3} ms", used as f64 / 1e6 / f64::from(answers))
+            });
+            let cpu = cpu.unwrap_or_else(|| "?".into());
+            println!(
+                "{name}/{n}: {} bytes, {outcome}, CPU per answer {cpu}",
+                body.len()
+            );
+            group.bench_function(format!("{name}/{n}"), |b| b.iter(answer));
+        }
+    }
+    group.finish();
+}
+
+/// The CPU time this thread has run, in nanoseconds (Linux).
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+criterion_group!(benches, bench, hostile_inputs);
 criterion_main!(benches);

@@ -18,9 +18,10 @@
 //! cargo run --release --example controller_scale -- --controlplanes 200
 //! ```
 
-#[allow(unused_imports)]
-#[path = "../tests/support/controller/mod.rs"]
+// `tests/support/mod.rs` allows its own dead code and unused imports
+#[path = "../tests/support/mod.rs"]
 mod support;
+use support::controller as fixtures;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -28,13 +29,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
+use fixtures::fake::FakeApi;
 use futures::StreamExt;
 use kube::api::{Api, ListParams};
 use scion::controller::{self, ControlPlaneActuator, ControlPlaneReconciler};
 use scion::gardener::ControlPlane;
 use scion::state::Snapshot;
 use serde_json::{Value, json};
-use support::fake::FakeApi;
 
 /// The allocator of the `scion` binary, so the figures are the binary's.
 #[global_allocator]
@@ -59,7 +60,7 @@ fn namespace(i: usize) -> String {
 
 fn controlplane(i: usize) -> Value {
     let ns = namespace(i);
-    let mut cp = support::mock::cp_json(&support::aws_cp(None, support::aws_subnets()));
+    let mut cp = fixtures::mock::cp_json(&fixtures::aws_cp(None, fixtures::aws_subnets()));
     cp["metadata"]["namespace"] = json!(ns);
     cp["metadata"]["uid"] = json!(format!("uid-cp-{i}"));
     cp["spec"]["secretRef"]["namespace"] = json!(ns);
@@ -86,7 +87,7 @@ async fn serve_fake(n: usize) -> anyhow::Result<()> {
     let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
         let api = api.clone();
         async move {
-            let (method, path, query, content_type) = support::fake::request_parts(&req);
+            let (method, path, query, content_type) = fixtures::fake::request_parts(&req);
             let bytes = axum::body::to_bytes(req.into_body(), 64 << 20)
                 .await
                 .unwrap_or_default();
@@ -103,7 +104,7 @@ async fn serve_fake(n: usize) -> anyhow::Result<()> {
                     }
                     "/_fake/annotate" => {
                         for i in 0..n {
-                            let p = support::fake::path_of(&controlplane(i));
+                            let p = fixtures::fake::path_of(&controlplane(i));
                             if let Some(cp) = api.get_mut(&p) {
                                 cp["metadata"]["annotations"]["gardener.cloud/operation"] =
                                     json!("reconcile");
@@ -209,11 +210,15 @@ async fn main() -> anyhow::Result<()> {
 
     let mut snapshot = Snapshot::default();
     for i in 0..n {
-        let mut shoot = support::shoot(&["IPv4"], false);
+        let mut shoot = fixtures::shoot(&["IPv4"], false);
         shoot.cluster_name = namespace(i);
         shoot.shoot.status.technical_id = Some(namespace(i));
         snapshot.insert_shoot(shoot);
-        snapshot.insert_object(&namespace(i), "cloudprovider", support::aws_static_secret());
+        snapshot.insert_object(
+            &namespace(i),
+            "cloudprovider",
+            fixtures::aws_static_secret(),
+        );
     }
     let state: Arc<dyn scion::state::StateSource> = Arc::new(snapshot);
     let spec = scion::profile::Profile::builtin("aws")?

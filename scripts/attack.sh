@@ -17,7 +17,17 @@
 # accepts), flags (a review with 50,000 flags in four arrangements: < 100 ms,
 # peak RSS < 64 MiB), strict (bodies that are not valid JSON wherever the fault
 # sits, a 6.9 MB uid, a non-object object, a duplicate request: one rule),
-# in-flight (--max-requests-in-flight 16: 429 at once).
+# in-flight (--max-requests-in-flight 16: 429 at once); the seed webhooks
+# (issue 27): unit-sections (kubelet units of 12,500 to 50,000 sections:
+# time and peak memory linear; 100,000 and 200,000, then four of 200,000 at
+# once: refused by the memory share, valid reviews served, no server CPU
+# after the answers), unit-long-lines (2,000-byte lines before the first
+# section: linear, no slower than short lines), kubelet-memo (256 reviews
+# with another 5 MB kubelet configuration each: RSS back near idle),
+# tiny-files and many-files (850,000 one-key maps, 50,000 files, x1 x2 x4
+# and eight at once: time and memory linear, within the memory shares), seed-denials (5 MB values,
+# a canary Secret value, an OSC on the Secret path: short answers, the
+# object named once, no canary in answers or the server log).
 #
 # Environment: PORT (HTTPS, default 18443; health PORT+1, metrics PORT+2),
 # CONNECTIONS (default 10000), OPEN_RATE (new hostile connections per second,

@@ -5,6 +5,7 @@
 //!
 //! | module | what it is |
 //! |---|---|
+//! | [`budget`] | the deadline and memory allowance of the request being answered, set by the server, checked by the codecs and the decoder |
 //! | [`gardener`] | the Gardener and Kubernetes types: every group/version/kind once, the `Cluster`'s shoot context, `ControlPlane` |
 //! | [`gocompat`] | the Go-compatibility codecs: Go quoting and JSON, yaml.v2's emitter, the kubelet configuration, go-systemd units |
 //! | [`providers`] | the built-in provider folders (profile, image vector, components, data files) and the one trait their Rust implements |
@@ -27,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod budget;
 pub mod checksum;
 pub mod cli;
 pub mod controller;

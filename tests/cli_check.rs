@@ -1,4 +1,4 @@
-//! `scion check` against a mock API server holding a seed with three shoots:
+//! `scion check` against a real kube-apiserver holding a seed with three shoots:
 //! one whose objects are already what scion writes (matches), one as
 //! gardenlet writes them before any webhook (differs), and one of another
 //! provider (not audited). Both aws shoots have a ControlPlane: the matching
@@ -6,22 +6,26 @@
 //! controller's own render and bundling, with the certificate Secrets present
 //! in the namespace), the differing one a seed ManagedResource whose CCM
 //! Deployment has another flag and no shoot ManagedResource. The audit reads
-//! only: every request is a GET or a LIST/WATCH, and each is allowed by the
-//! read-only ClusterRole `scion check --print-rbac` prints.
+//! only, with a token of a ServiceAccount bound to the read-only ClusterRole
+//! `scion check --print-rbac` prints: the API server's audit log shows only
+//! gets, lists and watches, none of them forbidden.
+//!
+//! A seed-wide audit reads every Cluster and Deployment of the seed, so the
+//! two tests that audit a whole seed have a test bed of their own; the 403
+//! of an identity without rights comes from the bed shared by this binary.
+//! The exit codes' cases without an API server (a kubeconfig that cannot be
+//! used, nothing listening) need none.
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use http::{Method, Request, Response, StatusCode};
-use kube::client::Body;
 use scion::cli::check::{Report, Verdict, check_seed};
 use scion::controller::controlplane::{self, SEED_MR, SHOOT_MR};
 use scion::deploy::Extension;
-use scion::deploy::rbac::{self, check_cluster_role};
+use scion::deploy::rbac::check_cluster_role;
 use scion::managedresources::{self, Bundle, compare::secret_data};
 use scion::mutation::{Engine, Outcome, mutate_request};
 use scion::profile::{ImageVector, Profile};
@@ -29,7 +33,9 @@ use scion::render::{self, RenderInput};
 use scion::secrets;
 use scion::state::ObjectsDir;
 use serde_json::{Value, json};
-use support::deploy::{json_response, rbac_request};
+use support::testbed::apiserver::client_from;
+use support::testbed::extension::{bind, printed_check_role, requests};
+use support::testbed::{ApiServer, Testbed, gardenlet_object};
 
 const MATCHING: &str = "shoot--dev--aws";
 const DIFFERING: &str = "shoot--dev--awsb";
@@ -83,50 +89,34 @@ async fn mutated(engine: &Engine, object: &Value) -> Value {
     }
 }
 
-fn list(kind: &str, items: Vec<Value>) -> Value {
-    json!({"kind": format!("{kind}List"), "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items})
+/// Store `object` on the seed as gardenlet (or the controller) wrote it.
+async fn store(api: &ApiServer, object: &Value) {
+    api.apply(object, "gardenlet")
+        .await
+        .unwrap_or_else(|e| panic!("{} {}: {e}", object["kind"], object["metadata"]["name"]));
 }
 
-/// The requests the fake saw: method, path, query.
-type Seen = Arc<Mutex<Vec<(Method, String, String)>>>;
-
-/// Serve GETs from `objects` by path, LISTs of namespaced collections from
-/// `lists`, hold watches open; record every request.
-fn fake_api(
-    objects: BTreeMap<String, Value>,
-    lists: BTreeMap<String, Value>,
-) -> (kube::Client, Seen) {
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
-    tokio::spawn(async move {
-        let mut watches = Vec::new();
-        while let Some((request, send)) = handle.next_request().await {
-            let path = request.uri().path().to_owned();
-            let query = request.uri().query().unwrap_or("").to_owned();
-            record
-                .lock()
-                .unwrap()
-                .push((request.method().clone(), path.clone(), query.clone()));
-            if query.contains("watch=true") {
-                watches.push(send); // never answered: the watch stays open
-                continue;
-            }
-            let answer = objects
-                .get(&path)
-                .or_else(|| lists.get(&path))
-                .map(|v| json_response(StatusCode::OK, v))
-                .unwrap_or_else(|| {
-                    json_response(
-                        StatusCode::NOT_FOUND,
-                        &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                "reason": "NotFound", "code": 404, "message": format!("{path} not found")}),
-                    )
-                });
-            send.send_response(answer);
+/// A client of `api` acting as a ServiceAccount bound to the ClusterRole
+/// `scion check --print-rbac` prints, and its user name.
+async fn auditor(api: &ApiServer) -> (kube::Client, String) {
+    let role = printed_check_role("aws").await;
+    let (kubeconfig, user) = bind(api, &role, "auditor").await;
+    let client = client_from(&kubeconfig).await;
+    // the authorizer sees the new binding
+    let clusters: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("extensions.gardener.cloud", "v1alpha1", "Cluster"),
+            "clusters",
+        ),
+    );
+    for _ in 0..100 {
+        if clusters.list(&Default::default()).await.is_ok() {
+            break;
         }
-    });
-    (kube::Client::new(service, "default"), seen)
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    (client, user)
 }
 
 /// The certificate Secrets the secrets manager keeps in `namespace`, as the
@@ -194,19 +184,9 @@ fn with_changed_flag(bundle: &Bundle) -> (Bundle, usize) {
     (changed, index)
 }
 
-fn serve_bundle(objects: &mut BTreeMap<String, Value>, bundle: &Bundle) {
-    let ns = &bundle.namespace;
-    objects.insert(
-        format!(
-            "/apis/resources.gardener.cloud/v1alpha1/namespaces/{ns}/managedresources/{}",
-            bundle.name
-        ),
-        bundle.managed_resource.clone(),
-    );
-    objects.insert(
-        format!("/api/v1/namespaces/{ns}/secrets/{}", bundle.secret_name),
-        bundle.secret.clone(),
-    );
+async fn store_bundle(api: &ApiServer, bundle: &Bundle) {
+    store(api, &bundle.secret).await;
+    store(api, &bundle.managed_resource).await;
 }
 
 /// The findings of `ns` of `kinds`: (kind, name, result).
@@ -221,53 +201,45 @@ fn rows<'a>(report: &'a Report, ns: &str, kinds: &[&str]) -> Vec<(&'a str, &'a s
 
 #[tokio::test]
 async fn reports_matching_and_differing_shoots_and_only_reads() {
+    let bed = Testbed::start().await;
+    let api = &bed.seed;
+    api.install_crds().await;
     let engine = Engine::new(Profile::builtin("aws").unwrap());
     let controlplane = yaml("examples/objects/aws/controlplane.yaml");
     let cluster = yaml("examples/objects/aws/cluster.yaml");
     let gcp_cluster = yaml("examples/objects/gcp/cluster.yaml");
     let secret = yaml("examples/objects/aws/secret-cloudprovider.yaml");
     let config = yaml("examples/objects/aws/configmap-cloud-provider-config.yaml");
-    let review: Value = serde_json::from_str(
-        &std::fs::read_to_string(format!(
-            "{}/examples/reviews/aws-kube-controller-manager.json",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    let kcm = review["request"]["object"].clone();
+    let review = "examples/reviews/aws-kube-controller-manager.json";
+    let kcm = gardenlet_object(review, MATCHING);
     let kcm_done = mutated(&engine, &kcm).await;
     assert_ne!(kcm, kcm_done, "the example is one scion changes");
     let secret_done = mutated(&engine, &live_secret(secret.clone(), MATCHING)).await;
 
-    let mut objects = BTreeMap::new();
-    let mut lists = BTreeMap::new();
     let mut flag_index = None;
-    lists.insert(
-        "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
-        list(
-            "Cluster",
-            vec![
-                cluster.clone(),
-                renamed(cluster.clone(), DIFFERING),
-                renamed(cluster.clone(), NO_CERTS),
-                gcp_cluster.clone(),
-            ],
-        ),
-    );
+    for c in [
+        cluster.clone(),
+        renamed(cluster.clone(), DIFFERING),
+        renamed(cluster.clone(), NO_CERTS),
+        gcp_cluster.clone(),
+    ] {
+        store(api, &c).await;
+    }
     for (ns, kcm, secret) in [
         (MATCHING, kcm_done.clone(), secret_done.clone()),
         (
             DIFFERING,
-            renamed(kcm.clone(), DIFFERING),
+            gardenlet_object(review, DIFFERING),
             live_secret(secret.clone(), DIFFERING),
         ),
         (
             NO_CERTS,
-            renamed(kcm.clone(), NO_CERTS),
+            gardenlet_object(review, NO_CERTS),
             live_secret(secret.clone(), NO_CERTS),
         ),
     ] {
+        api.namespace(ns, &[("shoot.gardener.cloud/provider", "aws")])
+            .await;
         // the ControlPlane, the certificates and the ManagedResources
         let mut cp = renamed(controlplane.clone(), ns);
         cp["spec"]["secretRef"]["namespace"] = json!(ns);
@@ -277,63 +249,39 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             &[renamed(cluster.clone(), ns), cp.clone(), secret.clone()],
             &server_secret,
         );
-        lists.insert(
-            format!("/apis/extensions.gardener.cloud/v1alpha1/namespaces/{ns}/controlplanes"),
-            list("ControlPlane", vec![cp]),
-        );
-        lists.insert(
-            format!("/api/v1/namespaces/{ns}/secrets"),
-            list("Secret", if ns == NO_CERTS { vec![] } else { certs }),
-        );
+        store(api, &cp).await;
+        if ns != NO_CERTS {
+            for cert in &certs {
+                store(api, cert).await;
+            }
+        }
         for bundle in &bundles {
             match (ns, bundle.name.as_str()) {
                 (DIFFERING, SEED_MR) => {
                     let (changed, index) = with_changed_flag(bundle);
                     flag_index = Some(index);
-                    serve_bundle(&mut objects, &changed);
+                    store_bundle(api, &changed).await;
                 }
                 (DIFFERING, SHOOT_MR) => {} // missing
-                _ => serve_bundle(&mut objects, bundle),
+                _ => store_bundle(api, bundle).await,
             }
         }
-
-        objects.insert(
-            format!("/apis/apps/v1/namespaces/{ns}/deployments/kube-controller-manager"),
-            kcm,
-        );
-        objects.insert(
-            format!("/api/v1/namespaces/{ns}/secrets/cloudprovider"),
-            secret,
-        );
-        objects.insert(
-            format!("/api/v1/namespaces/{ns}/configmaps/cloud-provider-config"),
-            renamed(config.clone(), ns),
-        );
-        for (group, plural) in [
-            (
-                "extensions.gardener.cloud/v1alpha1",
-                "operatingsystemconfigs",
-            ),
-            ("druid.gardener.cloud/v1alpha1", "etcds"),
-        ] {
-            lists.insert(
-                format!("/apis/{group}/namespaces/{ns}/{plural}"),
-                list("X", vec![]),
-            );
-        }
+        store(api, &kcm).await;
+        store(api, &secret).await;
+        store(api, &renamed(config.clone(), ns)).await;
     }
     // The Go extension, its healthcheck controller disabled: no warning.
-    lists.insert(
-        "/apis/apps/v1/deployments".to_owned(),
-        list(
-            "Deployment",
-            vec![go_extension(
-                "extension-provider-aws-go",
-                &["--disable-controllers=controlplane,healthcheck"],
-            )],
+    api.namespace("extension-provider-aws-go", &[]).await;
+    store(
+        api,
+        &go_extension(
+            "extension-provider-aws-go",
+            &["--disable-controllers=controlplane,healthcheck"],
         ),
-    );
-    let (client, seen) = fake_api(objects, lists);
+    )
+    .await;
+    let (client, user) = auditor(api).await;
+    let since = support::testbed::extension::mark(api);
 
     let report = check_seed(client, &engine, None).await.unwrap();
     assert!(
@@ -462,14 +410,12 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             assert!(["get", "list", "watch"].contains(&verb.as_str()), "{verb}");
         }
     }
-    let seen = seen.lock().unwrap().clone();
+    let seen = requests(api, &user, since);
     assert!(seen.len() > 5, "{seen:?}");
-    for (method, path, query) in seen {
-        assert_eq!(method, Method::GET, "{path}");
-        let request = rbac_request(&method, &path, &query);
+    for request in seen {
         assert!(
-            rbac::allows(&rules, &request),
-            "{request:?} not allowed by scion-check"
+            ["get", "list", "watch"].contains(&request.verb.as_str()) && request.code != 403,
+            "scion check with its role: {request}"
         );
     }
 }
@@ -537,7 +483,10 @@ fn go_extension(namespace: &str, flags: &[&str]) -> Value {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "gardener-extension-provider-aws", "namespace": namespace,
                      "labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
-        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+        "spec": {"replicas": 2,
+                 "selector": {"matchLabels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
+                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
+                              "spec": {"containers": [
             {"name": "gardener-extension-provider-aws", "image": "europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/provider-aws:v1.60.0",
              "command": command}
         ]}}},
@@ -619,7 +568,10 @@ fn scion_extension(namespace: &str, flags: &[&str]) -> Value {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "gardener-extension-provider-aws", "namespace": namespace,
                      "labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws", "app.kubernetes.io/part-of": "scion"}},
-        "spec": {"replicas": 2, "template": {"spec": {"containers": [
+        "spec": {"replicas": 2,
+                 "selector": {"matchLabels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
+                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": "gardener-extension-provider-aws"}},
+                              "spec": {"containers": [
             {"name": "scion", "image": "scion:0.1.0", "args": args}
         ]}}},
     })
@@ -653,29 +605,31 @@ async fn a_go_extension_running_its_healthcheck_beside_scions_is_a_warning_row()
     );
     assert_eq!(scion_runs_healthcheck(&go_extension("e", &[]), "aws"), None);
 
+    // a seed of its own: the audit lists every Deployment of the seed
+    let bed = Testbed::start().await;
+    let api = &bed.seed;
+    api.install_crds().await;
     let engine = Engine::new(Profile::builtin("aws").unwrap());
+    for ns in ["extension-provider-aws-go", "extension-scion-provider-aws"] {
+        api.namespace(ns, &[]).await;
+    }
+    store(
+        api,
+        &go_extension(
+            "extension-provider-aws-go",
+            &["--disable-controllers=controlplane"],
+        ),
+    )
+    .await;
+    let (client, _) = auditor(api).await;
     let audit = |scion_flags: &'static [&'static str]| {
-        let engine = engine.clone();
+        let (engine, client) = (engine.clone(), client.clone());
         async move {
-            let mut lists = BTreeMap::new();
-            lists.insert(
-                "/apis/extensions.gardener.cloud/v1alpha1/clusters".to_owned(),
-                list("Cluster", vec![]),
-            );
-            lists.insert(
-                "/apis/apps/v1/deployments".to_owned(),
-                list(
-                    "Deployment",
-                    vec![
-                        go_extension(
-                            "extension-provider-aws-go",
-                            &["--disable-controllers=controlplane"],
-                        ),
-                        scion_extension("extension-scion-provider-aws", scion_flags),
-                    ],
-                ),
-            );
-            let (client, _) = fake_api(BTreeMap::new(), lists);
+            store(
+                api,
+                &scion_extension("extension-scion-provider-aws", scion_flags),
+            )
+            .await;
             check_seed(client, &engine, None).await.unwrap()
         }
     };
@@ -778,8 +732,8 @@ fn an_unreachable_api_server_stops_the_audit_with_exit_2() {
     );
 }
 
-/// The guard over the mock API: a 403 stops the audit at once with the
-/// reason; per-object read errors are "could not audit" too; a complete
+/// The guard over the real API server: a 403 stops the audit at once with
+/// the reason; per-object read errors are "could not audit" too; a complete
 /// audit is 1 when something differs and 0 when all matches.
 #[tokio::test]
 async fn exit_codes_tell_differs_from_could_not_audit() {
@@ -787,21 +741,18 @@ async fn exit_codes_tell_differs_from_could_not_audit() {
         EXIT_DIFFERS, EXIT_MATCHES, EXIT_NOT_AUDITED, Finding, Guard, GuardLayer, Watch,
         check_seed_with,
     };
-    use tower_layer::Layer as _;
     let engine = Engine::new(Profile::builtin("aws").unwrap());
 
-    // 403 on the Cluster list: stopped, with the reason, well before the 60 s sync bound.
-    let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    tokio::spawn(async move {
-        while let Some((_, send)) = handle.next_request().await {
-            send.send_response(json_response(
-                StatusCode::FORBIDDEN,
-                &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403, "message": "clusters is forbidden"}),
-            ));
-        }
-    });
+    // 403 on the Cluster list (an identity RBAC grants nothing, on the
+    // shared test bed): stopped, with the reason, well before the 60 s
+    // sync bound.
     let guard = Arc::new(Guard::default());
-    let client = kube::Client::new(GuardLayer(guard.clone()).layer(service), "default");
+    let user = format!("nobody-{}", support::testbed::shared::unique());
+    let config = support::testbed::shared::config_as(Some(&user), &[]).await;
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&GuardLayer(guard.clone()))
+        .build();
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let seen = lines.clone();
     let watch = Watch {

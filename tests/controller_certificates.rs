@@ -1,8 +1,8 @@
-//! The secrets manager inside the ControlPlane controller, against the
-//! stateful mock API server: the serving certificate renewed before it
-//! expires without a gap (the old Secret stays while the running CCM mounts
-//! it), and a CA rotation (new CA, old one kept in the bundle until the
-//! rotation completes).
+//! The secrets manager inside the ControlPlane controller, against a real
+//! kube-apiserver (the test bed shared by this binary, a namespace per
+//! test): the serving certificate renewed before it expires without a gap
+//! (the old Secret stays while the running CCM mounts it), and a CA rotation
+//! (new CA, old one kept in the bundle until the rotation completes).
 
 mod support;
 
@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use scion::gardener::ShootContext;
 use serde_json::{Value, json};
 use support::controller::mock::*;
+use support::controller::real::*;
 use support::controller::*;
 
 const SEED_MR: &str = "extension-controlplane-seed";
@@ -21,10 +22,10 @@ static RENEWAL_CLOCK: AtomicI64 = AtomicI64::new(NOW_UNIX);
 static ROTATION_CLOCK: AtomicI64 = AtomicI64::new(NOW_UNIX);
 
 /// The secrets manager's Secrets by config name (the `name` label).
-fn certificates(f: &Fake) -> Vec<(String, String)> {
-    let api = f.api.lock().unwrap();
-    let mut out: Vec<(String, String)> = api
-        .list(&format!("/api/v1/namespaces/{NS}/secrets"))
+async fn certificates(f: &Real) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = f
+        .secrets()
+        .await
         .into_iter()
         .filter(|s| s["metadata"]["labels"]["managed-by"] == "secrets-manager")
         .map(|s| {
@@ -53,9 +54,10 @@ fn of(certs: &[(String, String)], config: &str) -> Vec<String> {
 }
 
 /// The serving certificate Secret the rendered Deployment mounts.
-fn mounted(f: &Fake) -> String {
+async fn mounted(f: &Real) -> String {
     let deployment = f
         .managed_objects(SEED_MR)
+        .await
         .into_iter()
         .find(|o| o["kind"] == "Deployment")
         .expect("Deployment");
@@ -71,33 +73,40 @@ fn mounted(f: &Fake) -> String {
 }
 
 /// What GRM would have applied: the CCM Deployment mounting `secret`.
-fn running_ccm(f: &Fake, secret: &str) {
-    let path = format!("/apis/apps/v1/namespaces/{NS}/deployments/cloud-controller-manager");
-    let mut api = f.api.lock().unwrap();
-    api.remove(&path);
-    api.insert(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+async fn running_ccm(f: &Real, secret: &str) {
+    f.remove(&format!(
+        "/apis/apps/v1/namespaces/{}/deployments/cloud-controller-manager",
+        f.ns()
+    ))
+    .await;
+    let labels = json!({"app": "kubernetes", "role": "cloud-controller-manager"});
+    f.insert(&json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "cloud-controller-manager", "namespace": NS},
-        "spec": {"template": {"spec": {"containers": [], "volumes": [
-            {"name": "cloud-controller-manager-server", "secret": {"secretName": secret}}]}}}}));
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "ccm", "image": "registry.example/ccm:1"}], "volumes": [
+            {"name": "cloud-controller-manager-server", "secret": {"secretName": secret}}]}}}}))
+        .await;
 }
 
-async fn request_reconcile(f: &Fake) {
-    f.store(&annotated(f.controlplane(), "reconcile"));
+async fn request_reconcile(f: &Real) {
+    f.store(&annotated(f.controlplane().await, "reconcile"))
+        .await;
     f.reconcile_stored().await.expect("reconciles");
 }
 
 #[tokio::test]
 async fn the_serving_certificate_is_renewed_without_a_gap() {
     let shoot = shoot(&["IPv4"], false);
-    let f = fake_with(state(shoot), "aws", None, |r| {
+    let f = real_with(shoot, "aws", None, |r| {
         r.actuator.now_unix = || RENEWAL_CLOCK.load(Ordering::SeqCst);
-    });
+    })
+    .await;
     f.reconcile(&aws_cp(None, aws_subnets()))
         .await
         .expect("reconciles");
-    let first = mounted(&f);
-    running_ccm(&f, &first);
-    let certs = certificates(&f);
+    let first = mounted(&f).await;
+    running_ccm(&f, &first).await;
+    let certs = certificates(&f).await;
     assert_eq!(
         of(&certs, "cloud-controller-manager-server"),
         std::slice::from_ref(&first)
@@ -106,19 +115,19 @@ async fn the_serving_certificate_is_renewed_without_a_gap() {
     // Seven years on (before 80 % of ten years): nothing new.
     RENEWAL_CLOCK.store(NOW_UNIX + 7 * YEAR, Ordering::SeqCst);
     request_reconcile(&f).await;
-    assert_eq!(certificates(&f), certs);
+    assert_eq!(certificates(&f).await, certs);
 
     // Nine years on: renewed; the old one stays while the CCM mounts it.
     RENEWAL_CLOCK.store(NOW_UNIX + 9 * YEAR, Ordering::SeqCst);
     request_reconcile(&f).await;
-    let second = mounted(&f);
+    let second = mounted(&f).await;
     assert_ne!(second, first);
-    let servers = of(&certificates(&f), "cloud-controller-manager-server");
+    let servers = of(&certificates(&f).await, "cloud-controller-manager-server");
     assert!(
         servers.contains(&first) && servers.contains(&second),
         "{servers:?}"
     );
-    let renewed = f.get(&secret_path(&second)).expect("new Secret");
+    let renewed = f.get(&f.secret_path(&second)).await.expect("new Secret");
     let issued: i64 = renewed["metadata"]["labels"]["issued-at-time"]
         .as_str()
         .expect("issued-at-time")
@@ -126,16 +135,16 @@ async fn the_serving_certificate_is_renewed_without_a_gap() {
         .expect("unix seconds");
     assert!(issued >= NOW_UNIX + 9 * YEAR - 3600, "{issued}");
     assert_eq!(
-        of(&certificates(&f), "ca-provider-aws-controlplane"),
+        of(&certificates(&f).await, "ca-provider-aws-controlplane"),
         of(&certs, "ca-provider-aws-controlplane"),
         "the CA is not renewed with the certificate"
     );
 
     // GRM rolled the CCM to the new Secret: the next operation deletes the old.
-    running_ccm(&f, &second);
+    running_ccm(&f, &second).await;
     request_reconcile(&f).await;
     assert_eq!(
-        of(&certificates(&f), "cloud-controller-manager-server"),
+        of(&certificates(&f).await, "cloud-controller-manager-server"),
         [second]
     );
 }
@@ -148,10 +157,13 @@ fn rotating(phase: &str) -> ShootContext {
     s
 }
 
-fn bundle_certificates(f: &Fake) -> usize {
-    let name = of(&certificates(f), "ca-provider-aws-controlplane-bundle");
+async fn bundle_certificates(f: &Real) -> usize {
+    let name = of(
+        &certificates(f).await,
+        "ca-provider-aws-controlplane-bundle",
+    );
     assert_eq!(name.len(), 1, "{name:?}");
-    let bundle = f.get(&secret_path(&name[0])).expect("bundle");
+    let bundle = f.get(&f.secret_path(&name[0])).await.expect("bundle");
     let pem = bundle["data"]["bundle.crt"].as_str().expect("bundle.crt");
     let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, pem).expect("b64");
     String::from_utf8(pem)
@@ -162,53 +174,60 @@ fn bundle_certificates(f: &Fake) -> usize {
 
 #[tokio::test]
 async fn a_ca_rotation_adds_a_ca_and_drops_the_old_one_when_completing() {
-    let base = fake_with(state(shoot(&["IPv4"], false)), "aws", None, |r| {
+    let base = real_with(shoot(&["IPv4"], false), "aws", None, |r| {
         r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
-    });
+    })
+    .await;
     base.reconcile(&aws_cp(None, aws_subnets()))
         .await
         .expect("reconciles");
-    let old_ca = of(&certificates(&base), "ca-provider-aws-controlplane");
+    let old_ca = of(&certificates(&base).await, "ca-provider-aws-controlplane");
     assert_eq!(old_ca.len(), 1);
-    assert_eq!(bundle_certificates(&base), 1);
+    assert_eq!(bundle_certificates(&base).await, 1);
 
     ROTATION_CLOCK.store(NOW_UNIX + 30 * 24 * 3600, Ordering::SeqCst);
-    let preparing = fake_with(
-        state(rotating("Preparing")),
-        "aws",
-        Some(base.api.clone()),
-        |r| {
-            r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
-        },
-    );
+    let preparing = real_with(rotating("Preparing"), "aws", Some(&base), |r| {
+        r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
+    })
+    .await;
     request_reconcile(&preparing).await;
-    let cas = of(&certificates(&preparing), "ca-provider-aws-controlplane");
+    let cas = of(
+        &certificates(&preparing).await,
+        "ca-provider-aws-controlplane",
+    );
     assert_eq!(cas.len(), 2, "new CA next to the old one: {cas:?}");
     assert!(cas.contains(&old_ca[0]));
-    assert_eq!(bundle_certificates(&preparing), 2, "bundle trusts both");
-    let new_ca: Vec<Value> = cas
-        .iter()
-        .filter(|n| **n != old_ca[0])
-        .map(|n| preparing.get(&secret_path(n)).expect("CA"))
-        .collect();
+    assert_eq!(
+        bundle_certificates(&preparing).await,
+        2,
+        "bundle trusts both"
+    );
+    let mut new_ca: Vec<Value> = Vec::new();
+    for name in cas.iter().filter(|n| **n != old_ca[0]) {
+        new_ca.push(
+            preparing
+                .get(&preparing.secret_path(name))
+                .await
+                .expect("CA"),
+        );
+    }
     assert_eq!(new_ca[0]["metadata"]["labels"]["persist"], "true");
     assert_ne!(
         new_ca[0]["metadata"]["labels"]["last-rotation-initiation-time"],
         ""
     );
 
-    let completing = fake_with(
-        state(rotating("Completing")),
-        "aws",
-        Some(base.api.clone()),
-        |r| {
-            r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
-        },
-    );
+    let completing = real_with(rotating("Completing"), "aws", Some(&base), |r| {
+        r.actuator.now_unix = || ROTATION_CLOCK.load(Ordering::SeqCst);
+    })
+    .await;
     // No CCM mounts anything here, so every stale Secret goes at once.
     request_reconcile(&completing).await;
-    let cas = of(&certificates(&completing), "ca-provider-aws-controlplane");
+    let cas = of(
+        &certificates(&completing).await,
+        "ca-provider-aws-controlplane",
+    );
     assert_eq!(cas.len(), 1, "{cas:?}");
     assert!(!cas.contains(&old_ca[0]), "the old CA is gone");
-    assert_eq!(bundle_certificates(&completing), 1);
+    assert_eq!(bundle_certificates(&completing).await, 1);
 }

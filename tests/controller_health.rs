@@ -1,12 +1,16 @@
-//! The health checks and the heartbeat against the stateful mock API server
-//! (tower_test, every call recorded): `ControlPlaneHealthy` transitions from
-//! the CCM Deployment and the ManagedResources, no write while nothing
-//! changes, hibernation and migration; the heartbeat Lease created, renewed
-//! every interval and no longer once stopped.
+//! The health checks and the heartbeat against a real kube-apiserver (the
+//! test bed shared by this binary, a namespace and an identity per test,
+//! every call read back from the audit log): `ControlPlaneHealthy`
+//! transitions from the CCM Deployment and the ManagedResources (held in
+//! caches filled by the test), no write while nothing changes, the
+//! resourceVersion guard against a concurrent writer, hibernation and
+//! migration; the heartbeat Lease created and renewed.
+//!
+//! "One renewal per interval, none once stopped" stays on the fake: it runs
+//! on tokio's paused clock, which cannot run against real I/O.
 
 mod support;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -18,6 +22,7 @@ use scion::controller::heartbeat::Heartbeat;
 use scion::gardener::{ControlPlane, ManagedResource, ShootContext};
 use serde_json::{Value, json};
 use support::controller::mock::*;
+use support::controller::real::*;
 use support::controller::*;
 
 const MRS: [&str; 3] = [
@@ -47,8 +52,8 @@ where
     reader
 }
 
-fn deployment(available: &str) -> Deployment {
-    serde_json::from_value(json!({
+fn deployment(f: &Real, available: &str) -> Deployment {
+    serde_json::from_value(f.moved(&json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "cloud-controller-manager", "namespace": NS, "generation": 2},
         "spec": {"selector": {}, "template": {}},
@@ -56,13 +61,13 @@ fn deployment(available: &str) -> Deployment {
             {"type": "Available", "status": available, "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
             {"type": "Progressing", "status": "True"},
         ]},
-    }))
+    })))
     .expect("Deployment")
 }
 
-fn managed_resource(name: &str, healthy: bool) -> ManagedResource {
+fn managed_resource(f: &Real, name: &str, healthy: bool) -> ManagedResource {
     let status = if healthy { "True" } else { "False" };
-    serde_json::from_value(json!({
+    serde_json::from_value(f.moved(&json!({
         "apiVersion": "resources.gardener.cloud/v1alpha1", "kind": "ManagedResource",
         "metadata": {"name": name, "namespace": NS, "generation": 1},
         "spec": {"secretRefs": []},
@@ -72,28 +77,26 @@ fn managed_resource(name: &str, healthy: bool) -> ManagedResource {
             {"type": "ResourcesHealthy", "status": status, "reason": "R", "message": "pod crashing",
              "lastTransitionTime": "2026-11-21T03:00:00Z", "lastUpdateTime": "2026-11-21T03:00:00Z"},
         ]},
-    }))
+    })))
     .expect("ManagedResource")
 }
 
 struct World {
-    f: Fake,
+    f: Real,
     checks: HealthChecks,
 }
 
 impl World {
-    fn new(shoot: ShootContext) -> World {
-        let f = fake(state(shoot.clone()), "aws");
-        f.api
-            .lock()
-            .unwrap()
-            .insert(cp_json(&succeeded(with_finalizer(aws_cp(
-                None,
-                aws_subnets(),
-            )))));
+    async fn new(shoot: ShootContext) -> World {
+        let f = real(shoot, "aws").await;
+        f.insert(&cp_json(&succeeded(with_finalizer(aws_cp(
+            None,
+            aws_subnets(),
+        )))))
+        .await;
         let checks = HealthChecks {
             client: f.ctx.client.clone(),
-            state: Arc::new(state(shoot)),
+            state: f.ctx.state.clone(),
             provider: "aws".into(),
             classes: vec!["shoot".into()],
             period: Duration::from_secs(30),
@@ -107,11 +110,16 @@ impl World {
         World { f, checks }
     }
 
-    /// One pass over caches holding the stored ControlPlane and `deployments`
-    /// and `mrs`; returns how many conditions were written.
-    async fn pass(&self, deployments: Vec<Deployment>, mrs: &[ManagedResource]) -> usize {
+    /// One pass over caches holding `cp` and `deployments` and `mrs`;
+    /// returns how many conditions were written.
+    async fn pass_over(
+        &self,
+        cp: ControlPlane,
+        deployments: Vec<Deployment>,
+        mrs: &[ManagedResource],
+    ) -> usize {
         let caches = Caches::synced(
-            store_of(vec![self.f.controlplane()]),
+            store_of(vec![cp]),
             store_of(deployments),
             MRS.iter()
                 .map(|name| {
@@ -127,34 +135,43 @@ impl World {
         self.checks.pass(&caches).await
     }
 
-    fn condition(&self) -> Value {
-        let cp = self.f.controlplane();
+    /// [`World::pass_over`] the stored ControlPlane.
+    async fn pass(&self, deployments: Vec<Deployment>, mrs: &[ManagedResource]) -> usize {
+        self.pass_over(self.f.controlplane().await, deployments, mrs)
+            .await
+    }
+
+    async fn condition(&self) -> Value {
+        let cp = self.f.controlplane().await;
         let conditions: Vec<Value> = cp.status.and_then(|s| s.conditions).unwrap_or_default();
         conditions
             .into_iter()
             .find(|c| c["type"] == "ControlPlaneHealthy")
             .expect("ControlPlaneHealthy")
     }
-}
 
-fn healthy_mrs() -> Vec<ManagedResource> {
-    MRS.iter().map(|n| managed_resource(n, true)).collect()
+    fn healthy_mrs(&self) -> Vec<ManagedResource> {
+        MRS.iter()
+            .map(|n| managed_resource(&self.f, n, true))
+            .collect()
+    }
 }
 
 #[tokio::test]
 async fn control_plane_healthy_follows_the_deployment_and_the_managed_resources() {
-    let w = World::new(shoot(&["IPv4"], false));
+    let w = World::new(shoot(&["IPv4"], false)).await;
+    let ns = w.f.ns().to_owned();
 
     // Nothing there yet: False with every detail numbered.
     assert_eq!(w.pass(vec![], &[]).await, 1);
-    let c = w.condition();
+    let c = w.condition().await;
     assert_eq!(c["status"], "False");
     assert_eq!(c["reason"], "HealthCheckUnsuccessful");
     let message = c["message"].as_str().expect("message");
     assert!(
-        message.starts_with(
-            "1) deployment \"cloud-controller-manager\" in namespace \"shoot--foo--bar\" not found. 2) Managed Resource \"extension-controlplane-configuration-seed\" in namespace \"shoot--foo--bar\" not found."
-        ),
+        message.starts_with(&format!(
+            "1) deployment \"cloud-controller-manager\" in namespace \"{ns}\" not found. 2) Managed Resource \"extension-controlplane-configuration-seed\" in namespace \"{ns}\" not found."
+        )),
         "{message}"
     );
     assert!(
@@ -164,13 +181,14 @@ async fn control_plane_healthy_follows_the_deployment_and_the_managed_resources(
     let first_transition = c["lastTransitionTime"].clone();
 
     // The same situation again: no write at all.
-    w.f.clear();
+    w.f.clear().await;
     assert_eq!(w.pass(vec![], &[]).await, 0);
-    assert_eq!(w.f.lines(), Vec::<String>::new());
+    assert_eq!(w.f.lines().await, Vec::<String>::new());
 
     // Everything healthy: True, a new transition time.
-    assert_eq!(w.pass(vec![deployment("True")], &healthy_mrs()).await, 1);
-    let c = w.condition();
+    let healthy = w.healthy_mrs();
+    assert_eq!(w.pass(vec![deployment(&w.f, "True")], &healthy).await, 1);
+    let c = w.condition().await;
     assert_eq!(
         (
             c["status"].as_str(),
@@ -184,85 +202,105 @@ async fn control_plane_healthy_follows_the_deployment_and_the_managed_resources(
         )
     );
     assert_ne!(c["lastTransitionTime"], first_transition);
-    w.f.clear();
-    assert_eq!(w.pass(vec![deployment("True")], &healthy_mrs()).await, 0);
-    assert_eq!(w.f.lines(), Vec::<String>::new());
+    w.f.clear().await;
+    assert_eq!(w.pass(vec![deployment(&w.f, "True")], &healthy).await, 0);
+    assert_eq!(w.f.lines().await, Vec::<String>::new());
 
     // The CCM crash-loops: one detail, with a trailing dot.
-    assert_eq!(w.pass(vec![deployment("False")], &healthy_mrs()).await, 1);
-    let c = w.condition();
+    assert_eq!(w.pass(vec![deployment(&w.f, "False")], &healthy).await, 1);
+    let c = w.condition().await;
     assert_eq!(c["status"], "False");
     assert_eq!(
         c["message"],
-        "deployment \"cloud-controller-manager\" in namespace \"shoot--foo--bar\" is unhealthy: condition \"Available\" has invalid status False (expected True) due to MinimumReplicasUnavailable: Deployment does not have minimum availability."
+        format!(
+            "deployment \"cloud-controller-manager\" in namespace \"{ns}\" is unhealthy: condition \"Available\" has invalid status False (expected True) due to MinimumReplicasUnavailable: Deployment does not have minimum availability."
+        )
     );
 
     // A ManagedResource reports unhealthy objects.
-    let mut mrs = healthy_mrs();
-    mrs[1] = managed_resource(MRS[1], false);
-    assert_eq!(w.pass(vec![deployment("True")], &mrs).await, 1);
-    let message = w.condition()["message"]
+    let mut mrs = w.healthy_mrs();
+    mrs[1] = managed_resource(&w.f, MRS[1], false);
+    assert_eq!(w.pass(vec![deployment(&w.f, "True")], &mrs).await, 1);
+    let message = w.condition().await["message"]
         .as_str()
         .expect("message")
         .to_string();
     assert!(
-        message.starts_with("managed resource \"extension-controlplane-seed\" in namespace \"shoot--foo--bar\" is unhealthy:"),
+        message.starts_with(&format!(
+            "managed resource \"extension-controlplane-seed\" in namespace \"{ns}\" is unhealthy:"
+        )),
         "{message}"
     );
     assert!(message.contains("pod crashing"), "{message}");
 }
 
+/// The condition is written with a merge patch of the status that keeps
+/// the other conditions and carries the resourceVersion the cache read: a
+/// real API server refuses it (409) when someone wrote in between, and
+/// nothing of theirs is lost; the next pass, on the new version, writes.
 #[tokio::test]
 async fn the_status_patch_keeps_other_conditions_and_is_guarded() {
-    let w = World::new(shoot(&["IPv4"], false));
-    {
-        let mut api = w.f.api.lock().unwrap();
-        let cp = api.get_mut(CP_PATH).expect("cp");
-        cp["status"]["conditions"] = json!([{"type": "Other", "status": "True"}]);
-    }
-    assert_eq!(w.pass(vec![deployment("True")], &healthy_mrs()).await, 1);
-    let api = w.f.api.lock().unwrap();
-    let patch = api.calls.last().expect("patch");
-    assert_eq!(patch.path, format!("{CP_PATH}/status"));
-    assert!(
-        patch.body["metadata"]["resourceVersion"].is_string(),
-        "{}",
-        patch.body
+    let w = World::new(shoot(&["IPv4"], false)).await;
+    let other = json!({"type": "Other", "status": "True", "reason": "R", "message": "m",
+                       "lastTransitionTime": "2026-11-21T03:00:00Z", "lastUpdateTime": "2026-11-21T03:00:00Z"});
+    let cp = cp_json(&w.f.controlplane().await);
+    w.f.patch_status(&cp, &json!({"conditions": [other]})).await;
+    let read = w.f.controlplane().await;
+    // another writer after the cache read
+    let mut second = other.clone();
+    second["type"] = json!("Second");
+    w.f.patch_status(&cp, &json!({"conditions": [other, second]}))
+        .await;
+    let healthy = w.healthy_mrs();
+    w.f.clear().await;
+    assert_eq!(
+        w.pass_over(read, vec![deployment(&w.f, "True")], &healthy)
+            .await,
+        0,
+        "a stale read writes nothing"
     );
-    let types: Vec<&str> = patch.body["status"]["conditions"]
-        .as_array()
-        .expect("conditions")
+    let codes: Vec<i64> = w.f.requests().await.iter().map(|r| r.code).collect();
+    assert_eq!(codes, [409], "one guarded patch, refused");
+    assert_eq!(w.pass(vec![deployment(&w.f, "True")], &healthy).await, 1);
+    let stored = w.f.controlplane().await;
+    let types: Vec<String> = stored
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
         .iter()
-        .map(|c| c["type"].as_str().expect("type"))
+        .map(|c| c["type"].as_str().expect("type").to_owned())
         .collect();
-    assert_eq!(types, ["Other", "ControlPlaneHealthy"]);
+    assert_eq!(types, ["Other", "Second", "ControlPlaneHealthy"]);
 }
 
 #[tokio::test]
 async fn hibernated_shoots_are_healthy_and_migrating_ones_are_not_checked() {
-    let w = World::new(shoot(&["IPv4"], true));
+    let w = World::new(shoot(&["IPv4"], true)).await;
     assert_eq!(w.pass(vec![], &[]).await, 1);
-    let c = w.condition();
+    let c = w.condition().await;
     assert_eq!(
         (c["status"].as_str(), c["message"].as_str()),
         (Some("True"), Some("Shoot is hibernated"))
     );
 
-    let w = World::new(shoot(&["IPv4"], false));
-    let migrating: ControlPlane = annotated(w.f.controlplane(), "migrate");
-    w.f.store(&migrating);
-    w.f.clear();
+    let w = World::new(shoot(&["IPv4"], false)).await;
+    let migrating: ControlPlane = annotated(w.f.controlplane().await, "migrate");
+    w.f.store(&migrating).await;
+    w.f.clear().await;
     assert_eq!(w.pass(vec![], &[]).await, 0);
-    assert_eq!(w.f.lines(), Vec::<String>::new());
+    assert_eq!(w.f.lines().await, Vec::<String>::new());
 }
 
-const LEASE: &str =
-    "/apis/coordination.k8s.io/v1/namespaces/garden-ext/leases/gardener-extension-heartbeat";
+fn lease_path(namespace: &str) -> String {
+    format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/gardener-extension-heartbeat"
+    )
+}
 
-fn heartbeat(f: &Fake, interval: Duration) -> Heartbeat {
+fn heartbeat(client: &kube::Client, namespace: &str, interval: Duration) -> Heartbeat {
     Heartbeat {
-        client: f.ctx.client.clone(),
-        namespace: "garden-ext".into(),
+        client: client.clone(),
+        namespace: namespace.into(),
         holder: "provider-aws".into(),
         interval,
         now: || "2026-11-21T03:00:00.000000Z".to_string(),
@@ -271,34 +309,37 @@ fn heartbeat(f: &Fake, interval: Duration) -> Heartbeat {
 
 #[tokio::test]
 async fn the_heartbeat_lease_is_created_then_renewed() {
-    let f = fake(state(shoot(&["IPv4"], false)), "aws");
-    let hb = heartbeat(&f, Duration::from_secs(30));
+    let f = real(shoot(&["IPv4"], false), "aws").await;
+    let hb = heartbeat(&f.ctx.client, f.ns(), Duration::from_secs(30));
     hb.renew().await.expect("creates");
     hb.renew().await.expect("renews");
-    let api = f.api.lock().unwrap();
-    let lines: Vec<String> = api.lines();
+    let lease = lease_path(f.ns());
     assert_eq!(
-        lines,
+        f.lines().await,
         [
-            format!("GET {LEASE}"),
-            "POST /apis/coordination.k8s.io/v1/namespaces/garden-ext/leases".to_string(),
-            format!("GET {LEASE}"),
-            format!("PATCH {LEASE}"),
+            format!("GET {lease}"),
+            format!(
+                "POST /apis/coordination.k8s.io/v1/namespaces/{}/leases",
+                f.ns()
+            ),
+            format!("GET {lease}"),
+            format!("PATCH {lease}"),
         ]
     );
-    let lease = api.get(LEASE).expect("Lease");
+    let stored = f.get(&lease).await.expect("Lease");
     assert_eq!(
-        lease["spec"],
+        stored["spec"],
         json!({"holderIdentity": "provider-aws", "leaseDurationSeconds": 30,
                "renewTime": "2026-11-21T03:00:00.000000Z"})
     );
 }
 
-/// On tokio's paused clock: exactly one renewal per interval.
+/// On tokio's paused clock (the fake: virtual time cannot run against real
+/// I/O): exactly one renewal per interval.
 #[tokio::test(start_paused = true)]
 async fn the_heartbeat_renews_every_interval_and_stops_with_the_controller() {
     let f = fake(state(shoot(&["IPv4"], false)), "aws");
-    let hb = heartbeat(&f, Duration::from_secs(30));
+    let hb = heartbeat(&f.ctx.client, "garden-ext", Duration::from_secs(30));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(hb.run(async move {
         let _ = stopped.await;

@@ -1,7 +1,11 @@
 //! The health checks start the way `scion serve`'s leader starts them — the
 //! ControlPlane controller, then `health::start` over the controller's
-//! ControlPlane store — against the fake API server with watches (list, then
-//! a stream of events), on a multi-threaded runtime as in `serve`.
+//! ControlPlane store — against a real kube-apiserver (the test bed shared by
+//! this binary, a namespace and an identity per test, its requests read back
+//! from the audit log), with real watches, on a multi-threaded runtime as in
+//! `serve`. The controller and the caches watch every namespace, as they do
+//! on a seed: the other tests' ControlPlanes have no Cluster in this test's
+//! state, so they are skipped without a write.
 //!
 //! Issue 21 saw `ControlPlaneHealthy` written after 2 of 4 fresh starts and 0
 //! of 8 restarts: the loop awaited kube-runtime's `Store::wait_until_ready`
@@ -9,8 +13,9 @@
 //! waiters, and the controller's runner waits on it too. These tests start
 //! the two many times, both ways (ControlPlane present before the start, and
 //! created after it), and require the condition every time; plus the metrics
-//! and logs that make a loop that cannot start visible. The real API server
-//! runs the same scenario in the test bed.
+//! and logs that make a loop that cannot start visible: a cache whose list the
+//! API server forbids (RBAC). `tests/controller_e2e.rs` runs the same with
+//! `scion serve` itself.
 
 mod support;
 
@@ -24,9 +29,11 @@ use prometheus_client::registry::Registry;
 use scion::controller::health::{self, HealthChecks, HealthMetrics};
 use scion::controller::{StopSignal, extension};
 use scion::gardener::ControlPlane;
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::controller::mock::*;
+use support::controller::real::*;
 use support::controller::*;
+use support::testbed::shared::Session;
 
 const MRS: [&str; 3] = [
     "extension-controlplane-configuration-seed",
@@ -34,7 +41,7 @@ const MRS: [&str; 3] = [
     "extension-controlplane-shoot",
 ];
 
-fn checks(f: &Fake, metrics: Option<HealthMetrics>) -> Arc<HealthChecks> {
+fn checks(f: &Real, metrics: Option<HealthMetrics>) -> Arc<HealthChecks> {
     Arc::new(HealthChecks {
         client: f.ctx.client.clone(),
         state: f.ctx.state.clone(),
@@ -53,7 +60,7 @@ fn checks(f: &Fake, metrics: Option<HealthMetrics>) -> Arc<HealthChecks> {
 /// The leader's work for the controller and the health checks (what
 /// `LeaderWork::lead` does); the sender stops it.
 async fn lead(
-    f: &Fake,
+    f: &Real,
     checks: Arc<HealthChecks>,
 ) -> (
     tokio::sync::oneshot::Sender<()>,
@@ -91,8 +98,8 @@ async fn stop(stop: tokio::sync::oneshot::Sender<()>, tasks: Vec<tokio::task::Jo
     }
 }
 
-fn condition(f: &Fake) -> Option<Value> {
-    let cp = f.get(CP_PATH)?;
+async fn condition(f: &Real) -> Option<Value> {
+    let cp = f.get(&f.cp_path()).await?;
     cp["status"]["conditions"]
         .as_array()?
         .iter()
@@ -100,26 +107,29 @@ fn condition(f: &Fake) -> Option<Value> {
         .cloned()
 }
 
-/// Wait (bounded) until `done` holds for the fake.
-async fn eventually(f: &Fake, what: &str, done: impl Fn(&Fake) -> bool) {
-    for _ in 0..500 {
-        if done(f) {
+/// Wait (bounded: 20 s) until `done` holds.
+async fn eventually<F, Fut>(f: &Real, what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if done().await {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{what} not seen within 5 s; calls: {:#?}", f.lines());
+    panic!("{what} not seen within 20 s; calls: {:#?}", f.lines().await);
 }
 
-fn stored(cp: &ControlPlane) -> Value {
-    cp_json(cp)
-}
-
-/// The fake holding a ControlPlane an earlier leader reconciled.
-fn reconciled() -> Fake {
-    let f = fake(state(shoot(&["IPv4"], false)), "aws");
-    let cp = succeeded(with_finalizer(aws_cp(None, aws_subnets())));
-    f.api.lock().unwrap().insert(stored(&cp));
+/// A ControlPlane an earlier leader reconciled, on the API server.
+async fn reconciled() -> Real {
+    let f = real(shoot(&["IPv4"], false), "aws").await;
+    f.insert(&cp_json(&succeeded(with_finalizer(aws_cp(
+        None,
+        aws_subnets(),
+    )))))
+    .await;
     f
 }
 
@@ -128,14 +138,16 @@ fn reconciled() -> Fake {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_condition_is_written_after_every_restart() {
     for round in 0..24 {
-        let f = reconciled();
+        let f = reconciled().await;
         let (tx, tasks) = lead(&f, checks(&f, None)).await;
-        eventually(&f, &format!("round {round}: ControlPlaneHealthy"), |f| {
-            condition(f).is_some()
-        })
+        eventually(
+            &f,
+            &format!("round {round}: ControlPlaneHealthy"),
+            || async { condition(&f).await.is_some() },
+        )
         .await;
-        let c = condition(&f).expect("condition");
-        assert_eq!(c["status"], "False", "nothing deployed in the fake: {c}");
+        let c = condition(&f).await.expect("condition");
+        assert_eq!(c["status"], "False", "nothing deployed: {c}");
         stop(tx, tasks).await;
     }
 }
@@ -145,28 +157,36 @@ async fn the_condition_is_written_after_every_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_condition_is_written_after_every_fresh_start() {
     for round in 0..8 {
-        let f = fake(state(shoot(&["IPv4"], false)), "aws");
+        let f = real(shoot(&["IPv4"], false), "aws").await;
         let (tx, tasks) = lead(&f, checks(&f, None)).await;
         // The controller's and the caches' watches (Deployments, three
         // ManagedResources) are open: what follows arrives as events.
-        eventually(&f, "the watches", |f| {
-            f.api.lock().unwrap().open_watches() >= 5
+        eventually(&f, "the watches", || async {
+            f.requests()
+                .await
+                .iter()
+                .filter(|r| r.verb == "watch")
+                .count()
+                >= 5
         })
         .await;
-        f.api
-            .lock()
-            .unwrap()
-            .insert(stored(&annotated(aws_cp(None, aws_subnets()), "reconcile")));
-        eventually(&f, &format!("round {round}: the reconcile"), |f| {
-            f.get(CP_PATH).is_some_and(|cp| {
+        f.insert(&cp_json(&annotated(
+            aws_cp(None, aws_subnets()),
+            "reconcile",
+        )))
+        .await;
+        eventually(&f, &format!("round {round}: the reconcile"), || async {
+            f.get(&f.cp_path()).await.is_some_and(|cp| {
                 cp["status"]["lastOperation"]["state"] == "Succeeded"
                     && cp["metadata"]["annotations"]["gardener.cloud/operation"].is_null()
             })
         })
         .await;
-        eventually(&f, &format!("round {round}: ControlPlaneHealthy"), |f| {
-            condition(f).is_some()
-        })
+        eventually(
+            &f,
+            &format!("round {round}: ControlPlaneHealthy"),
+            || async { condition(&f).await.is_some() },
+        )
         .await;
         stop(tx, tasks).await;
     }
@@ -189,9 +209,12 @@ async fn the_loop_shows_on_metrics_while_it_runs_and_passes() {
         sample(&registry, "scion_healthcheck_last_pass_timestamp_seconds "),
         0.0
     );
-    let f = reconciled();
+    let f = reconciled().await;
     let (tx, tasks) = lead(&f, checks(&f, Some(metrics))).await;
-    eventually(&f, "ControlPlaneHealthy", |f| condition(f).is_some()).await;
+    eventually(&f, "ControlPlaneHealthy", || async {
+        condition(&f).await.is_some()
+    })
+    .await;
     for _ in 0..500 {
         if sample(&registry, "scion_healthcheck_last_pass_timestamp_seconds ") > 0.0 {
             break;
@@ -231,36 +254,59 @@ impl Logs {
     }
 }
 
-/// A cache that cannot list (here: 403 on the ManagedResources) keeps the
-/// loop from its first pass; that is logged, with the API's answer, instead
-/// of waiting in silence.
+/// A cache that cannot list (here: RBAC grants everything the controller
+/// and the checks read but the ManagedResources, so the real API server
+/// answers 403) keeps the loop from its first pass; that is logged, with the
+/// API's answer, instead of waiting in silence.
 #[tokio::test]
 async fn a_cache_that_cannot_sync_is_reported() {
     let logs = Logs::default();
     let writer = logs.clone();
+    // tracing caches whether a callsite is enabled; with a single registered
+    // dispatcher it asks the *current thread's* default, so a callsite first
+    // reached on another test's thread (this binary runs several at once)
+    // would stay off for this test's subscriber. A second registered
+    // dispatcher makes it ask every registered one.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    // scion's filter: kube-runtime's own retries of the watch stay quiet
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
         .with_ansi(false)
+        .with_env_filter(scion::cli::logging::filter("info").unwrap())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let f = reconciled();
-    {
-        let mut api = f.api.lock().unwrap();
-        for _ in 0..50 {
-            api.fail(
-                "LIST",
-                "/apis/resources.gardener.cloud/v1alpha1/managedresources",
-                403,
-            );
-        }
-    }
-    let (tx, tasks) = lead(&f, checks(&f, None)).await;
-    for _ in 0..300 {
-        if logs.text().contains("health checks not started") {
+    let base = reconciled().await;
+    let session = Session::as_member_of(base.ns(), &[]).await;
+    let user = session.user.clone();
+    base.insert(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": user},
+        "rules": [
+            {"apiGroups": ["extensions.gardener.cloud"], "resources": ["controlplanes", "controlplanes/status"], "verbs": ["*"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["secrets", "configmaps"], "verbs": ["*"]},
+        ]}))
+        .await;
+    base.insert(
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}),
+    )
+    .await;
+    // the authorizer sees the binding
+    let controlplanes: kube::Api<scion::gardener::ControlPlane> =
+        kube::Api::all(session.client.clone());
+    for _ in 0..100 {
+        if controlplanes.list(&Default::default()).await.is_ok() {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let f = real_in(session, shoot(&["IPv4"], false), "aws", |_| {});
+    let (tx, tasks) = lead(&f, checks(&f, None)).await;
+    // long enough for the watches' retries (a backoff of about a second):
+    // each error is still logged once
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let text = logs.text();
     assert!(
         text.contains("health-check cache: watch failed"),
@@ -283,7 +329,10 @@ async fn a_cache_that_cannot_sync_is_reported() {
         text.contains("list: API server answered 403") && !text.contains("Some("),
         "the API's answer, without Rust debug syntax: {text}"
     );
-    assert!(condition(&f).is_none(), "no pass before the caches synced");
+    assert!(
+        condition(&f).await.is_none(),
+        "no pass before the caches synced"
+    );
     stop(tx, tasks).await;
 }
 
@@ -303,9 +352,9 @@ where
 /// signal another waiter took), where it used to wait forever.
 #[tokio::test]
 async fn the_loop_does_not_wait_for_the_controllers_store_signal() {
-    let f = reconciled();
+    let f = reconciled().await;
     let (store, mut writer) = reflector::store::<ControlPlane>();
-    writer.apply_watcher_event(&watcher::Event::Apply(f.controlplane()));
+    writer.apply_watcher_event(&watcher::Event::Apply(f.controlplane().await));
     let caches = health::Caches::synced(
         store,
         empty_ready(),
@@ -315,7 +364,10 @@ async fn the_loop_does_not_wait_for_the_controllers_store_signal() {
     let task = tokio::spawn(checks(&f, None).run(caches, async move {
         let _ = rx.await;
     }));
-    eventually(&f, "ControlPlaneHealthy", |f| condition(f).is_some()).await;
+    eventually(&f, "ControlPlaneHealthy", || async {
+        condition(&f).await.is_some()
+    })
+    .await;
     let _ = tx.send(());
     assert_eq!(task.await.expect("no panic"), health::LoopEnd::Shutdown);
     drop(writer);

@@ -1,111 +1,118 @@
-//! Leader election against the stateful fake API (`support/controller/fake.rs`):
-//! only the Lease holder runs the work, one failed read is retried, renewals
-//! failing past the renew deadline stop the work until the API is back, and
-//! work that cannot go on is an error (which `serve` turns into a failing
+//! Leader election on a real kube-apiserver (the test bed shared by this
+//! binary, a namespace per test): only the Lease holder runs the work, one
+//! failed read is retried, renewals failing past the renew deadline stop the
+//! work until the API is back, a second replica takes over a released Lease,
+//! and work that cannot go on is an error (which `serve` turns into a failing
 //! `/healthz`).
 //!
-//! A mock, not the real API server of the test bed: the faults here are 500s
-//! on the Lease on demand, which a real kube-apiserver cannot be made to
-//! answer; the Lease protocol itself (create, update with resourceVersion,
-//! conflicts) is the fake's, which answers as the API server does.
+//! The Lease protocol (create, update with resourceVersion, conflicts,
+//! validation) is the real API server's. The faults are not: a 500 on the
+//! Lease at a chosen request, or on every Lease request for a while, is
+//! something a real kube-apiserver cannot be made to answer on demand, so a
+//! client-side layer (`testbed::intercept`, [`Faults`]) answers those
+//! requests itself and passes every other request to the real server.
 
 mod support;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{Request, Response};
+use futures::future::BoxFuture;
+use http::{Method, Response, StatusCode};
 use kube::client::Body;
 use scion::controller::{LeaderElection, LeaseTiming, StopSignal, run_while_leading};
-use serde_json::{Value, json};
-use support::controller::fake::{FakeApi, request_parts};
 use support::controller::mock::{reconciler, state};
 use support::controller::*;
+use support::testbed::intercept::{self, Intercept, pass, status};
+use support::testbed::shared::Session;
 
-const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/garden/leases/scion-leader";
+const LEASE: &str = "scion-leader";
 
-/// The fake API plus a switch that answers every Lease request with a 500,
-/// and a count of ControlPlane lists made while no one held the Lease.
-struct Api {
-    fake: Arc<Mutex<FakeApi>>,
-    broken: Arc<AtomicBool>,
-    lease_calls: Arc<AtomicUsize>,
-    lists_without_holder: Arc<AtomicUsize>,
-    lists: Arc<AtomicUsize>,
+/// The switches of [`Faults`] and what it saw.
+#[derive(Default)]
+struct Switches {
+    /// Every Lease request answered with a 500.
+    broken: AtomicBool,
+    /// The next this many Lease GETs answered with a 500.
+    failing_gets: AtomicUsize,
+    /// Lease requests sent (failed or not).
+    lease_calls: AtomicUsize,
+    /// A Lease create or update succeeded (the Lease was taken).
+    lease_taken: AtomicBool,
+    /// ControlPlane lists, and those made before the Lease was taken.
+    lists: AtomicUsize,
+    lists_without_holder: AtomicUsize,
 }
 
-fn serve(handle: tower_test::mock::Handle<Request<Body>, Response<Body>>) -> Api {
-    let api = Api {
-        fake: Arc::default(),
-        broken: Arc::default(),
-        lease_calls: Arc::default(),
-        lists_without_holder: Arc::default(),
-        lists: Arc::default(),
-    };
-    let (fake, broken, lease_calls, lists_without_holder, lists) = (
-        api.fake.clone(),
-        api.broken.clone(),
-        api.lease_calls.clone(),
-        api.lists_without_holder.clone(),
-        api.lists.clone(),
-    );
-    tokio::spawn(async move {
-        let mut handle = handle;
-        while let Some((req, send)) = handle.next_request().await {
-            let (method, path, query, content_type) = request_parts(&req);
-            let bytes = req.into_body().collect_bytes().await.unwrap_or_default();
-            let is_lease = path.starts_with("/apis/coordination.k8s.io/");
-            if is_lease {
-                lease_calls.fetch_add(1, Ordering::SeqCst);
+/// The Lease faults of [`Switches`] in front of the real API server
+/// (`testbed::intercept`), everything else passed through.
+struct Faults(Arc<Switches>);
+
+impl Intercept for Faults {
+    fn before(
+        &self,
+        method: &Method,
+        path: &str,
+        query: &str,
+    ) -> BoxFuture<'static, Option<Response<Body>>> {
+        let switches = &self.0;
+        let is_lease = path.starts_with("/apis/coordination.k8s.io/");
+        if is_lease {
+            switches.lease_calls.fetch_add(1, Ordering::SeqCst);
+            let failing_get = method == Method::GET
+                && switches
+                    .failing_gets
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            if failing_get || switches.broken.load(Ordering::SeqCst) {
+                let answer = status(500, "InternalError", "etcd is unavailable");
+                return Box::pin(async move { Some(answer) });
             }
-            let (code, reply) = if is_lease && broken.load(Ordering::SeqCst) {
-                (
-                    500,
-                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError", "code": 500, "message": "etcd is unavailable"}),
-                )
-            } else if query.contains("watch=true") {
-                (200, Value::Null)
-            } else {
-                let mut fake = fake.lock().unwrap();
-                if path.ends_with("/controlplanes") {
-                    lists.fetch_add(1, Ordering::SeqCst);
-                    let holder = fake
-                        .get(LEASE_PATH)
-                        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from));
-                    if holder.is_none() {
-                        lists_without_holder.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-                fake.handle(&method, &path, &query, &content_type, &bytes)
-            };
-            let body = if reply.is_null() {
-                Vec::new()
-            } else {
-                serde_json::to_vec(&reply).unwrap()
-            };
-            send.send_response(
-                Response::builder()
-                    .status(code)
-                    .body(Body::from(body))
-                    .unwrap(),
-            );
         }
-    });
-    api
+        if path.ends_with("/controlplanes") && !query.contains("watch=true") {
+            switches.lists.fetch_add(1, Ordering::SeqCst);
+            if !switches.lease_taken.load(Ordering::SeqCst) {
+                switches.lists_without_holder.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        pass()
+    }
+
+    fn after(&self, method: &Method, path: &str, status: StatusCode) {
+        let write = *method == Method::POST || *method == Method::PUT;
+        if write && path.starts_with("/apis/coordination.k8s.io/") && status.is_success() {
+            self.0.lease_taken.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
-fn client() -> (kube::Client, Api) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    (kube::Client::new(service, "default"), serve(handle))
+/// A test's namespace on the real API server and the switches of its
+/// client's faults.
+struct Api {
+    session: Session,
+    switches: Arc<Switches>,
+}
+
+impl Api {
+    fn load(&self, counter: fn(&Switches) -> &AtomicUsize) -> usize {
+        counter(&self.switches).load(Ordering::SeqCst)
+    }
+}
+
+async fn client() -> (kube::Client, Api) {
+    let session = Session::new("leader", &[]).await;
+    let switches = Arc::new(Switches::default());
+    let client = intercept::client(session.client.clone(), Arc::new(Faults(switches.clone())));
+    (client, Api { session, switches })
 }
 
 /// Short timings so a test takes seconds: lease 3 s, renew deadline 1.5 s,
 /// retry 200 ms, backoff up to 400 ms.
-fn election(identity: &str) -> LeaderElection {
+fn election(api: &Api, identity: &str) -> LeaderElection {
     LeaderElection {
-        lease: "scion-leader".into(),
-        namespace: "garden".into(),
+        lease: LEASE.into(),
+        namespace: api.session.namespace.clone(),
         identity: identity.into(),
         timing: LeaseTiming {
             lease_duration: Duration::from_secs(3),
@@ -114,6 +121,7 @@ fn election(identity: &str) -> LeaderElection {
             max_backoff: Duration::from_millis(400),
             stop_timeout: Duration::from_secs(1),
         },
+        status: Default::default(),
     }
 }
 
@@ -166,24 +174,32 @@ where
     (run, stop)
 }
 
-fn holder(api: &Api) -> Option<String> {
-    api.fake
-        .lock()
-        .unwrap()
-        .get(LEASE_PATH)
+/// The Lease as the API server stores it.
+async fn lease(api: &Api) -> Option<serde_json::Value> {
+    let ns = &api.session.namespace;
+    api.session
+        .get(&format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{LEASE}"
+        ))
+        .await
+}
+
+async fn holder(api: &Api) -> Option<String> {
+    lease(api)
+        .await
         .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
 }
 
 #[tokio::test]
 async fn only_the_lease_holder_runs_the_controller_and_releases_on_shutdown() {
-    let (client, api) = client();
+    let (client, api) = client().await;
     let ctx = Arc::new(reconciler(
         client.clone(),
         state(shoot(&["IPv4"], false)),
         "aws",
     ));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let election = election("replica-a");
+    let election = election(&api, "replica-a");
     let run = tokio::spawn(async move {
         scion::controller::run_with_leader_election(client, ctx, &election, async move {
             let _ = stopped.await;
@@ -193,10 +209,10 @@ async fn only_the_lease_holder_runs_the_controller_and_releases_on_shutdown() {
     until(
         "the controller lists ControlPlanes",
         Duration::from_secs(10),
-        || api.lists.load(Ordering::SeqCst) > 0,
+        || api.load(|s| &s.lists) > 0,
     )
     .await;
-    assert_eq!(holder(&api).as_deref(), Some("replica-a"));
+    assert_eq!(holder(&api).await.as_deref(), Some("replica-a"));
     let _ = stop.send(());
     tokio::time::timeout(Duration::from_secs(10), run)
         .await
@@ -204,12 +220,11 @@ async fn only_the_lease_holder_runs_the_controller_and_releases_on_shutdown() {
         .unwrap()
         .expect("a clean shutdown");
     assert_eq!(
-        api.lists_without_holder.load(Ordering::SeqCst),
+        api.load(|s| &s.lists_without_holder),
         0,
         "the controller ran before the Lease was held"
     );
-    let fake = api.fake.lock().unwrap();
-    let lease = fake.get(LEASE_PATH).expect("the Lease exists");
+    let lease = lease(&api).await.expect("the Lease exists");
     assert!(
         lease["spec"]["holderIdentity"].is_null(),
         "not released: {lease}"
@@ -219,10 +234,10 @@ async fn only_the_lease_holder_runs_the_controller_and_releases_on_shutdown() {
 
 #[tokio::test]
 async fn a_500_on_the_lease_get_is_retried_and_the_work_starts() {
-    let (client, api) = client();
-    api.fake.lock().unwrap().fail("GET", LEASE_PATH, 500);
+    let (client, api) = client().await;
+    api.switches.failing_gets.store(1, Ordering::SeqCst);
     let work = Work::default();
-    let (run, stop) = spawn_elector(client, election("replica-a"), work.run());
+    let (run, stop) = spawn_elector(client, election(&api, "replica-a"), work.run());
     until(
         "the work starts after the failed read",
         Duration::from_secs(5),
@@ -232,22 +247,23 @@ async fn a_500_on_the_lease_get_is_retried_and_the_work_starts() {
     let _ = stop.send(());
     run.await.unwrap().expect("a clean shutdown");
     assert_eq!(work.stops.load(Ordering::SeqCst), 1);
+    assert_eq!(api.load(|s| &s.failing_gets), 0, "the failing GET was sent");
 }
 
 #[tokio::test]
 async fn renewals_failing_past_the_deadline_stop_the_work_until_the_api_is_back() {
-    let (client, api) = client();
+    let (client, api) = client().await;
     let work = Work::default();
-    let (run, stop) = spawn_elector(client, election("replica-a"), work.run());
+    let (run, stop) = spawn_elector(client, election(&api, "replica-a"), work.run());
     until("the work starts", Duration::from_secs(5), || {
         work.starts.load(Ordering::SeqCst) == 1
     })
     .await;
     // One failed renewal is retried within the deadline: the work goes on.
-    api.fake.lock().unwrap().fail("GET", LEASE_PATH, 500);
-    let calls = api.lease_calls.load(Ordering::SeqCst);
+    api.switches.failing_gets.store(1, Ordering::SeqCst);
+    let calls = api.load(|s| &s.lease_calls);
     until("two more renewals", Duration::from_secs(5), || {
-        api.lease_calls.load(Ordering::SeqCst) >= calls + 4
+        api.load(|s| &s.lease_calls) >= calls + 4
     })
     .await;
     assert_eq!(
@@ -257,7 +273,7 @@ async fn renewals_failing_past_the_deadline_stop_the_work_until_the_api_is_back(
     );
     // Every Lease request fails: the work stops before the Lease (3 s) runs
     // out, that is within the renew deadline (1.5 s) plus a retry.
-    api.broken.store(true, Ordering::SeqCst);
+    api.switches.broken.store(true, Ordering::SeqCst);
     let broken_at = tokio::time::Instant::now();
     until("the work stops", Duration::from_secs(3), || {
         work.stops.load(Ordering::SeqCst) == 1
@@ -272,26 +288,26 @@ async fn renewals_failing_past_the_deadline_stop_the_work_until_the_api_is_back(
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(work.starts.load(Ordering::SeqCst), 1);
     assert!(!run.is_finished(), "the election gave up");
-    api.broken.store(false, Ordering::SeqCst);
+    api.switches.broken.store(false, Ordering::SeqCst);
     until("the work starts again", Duration::from_secs(5), || {
         work.starts.load(Ordering::SeqCst) == 2
     })
     .await;
     let _ = stop.send(());
     run.await.unwrap().expect("a clean shutdown");
-    assert_eq!(holder(&api), None);
+    assert_eq!(holder(&api).await, None);
 }
 
 #[tokio::test]
 async fn a_second_replica_waits_and_takes_over_when_the_first_stops() {
-    let (client, api) = client();
+    let (client, api) = client().await;
     let (first, second) = (Work::default(), Work::default());
-    let (run_a, stop_a) = spawn_elector(client.clone(), election("a"), first.run());
+    let (run_a, stop_a) = spawn_elector(client.clone(), election(&api, "a"), first.run());
     until("a leads", Duration::from_secs(5), || {
         first.starts.load(Ordering::SeqCst) == 1
     })
     .await;
-    let (run_b, stop_b) = spawn_elector(client, election("b"), second.run());
+    let (run_b, stop_b) = spawn_elector(client, election(&api, "b"), second.run());
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(second.starts.load(Ordering::SeqCst), 0, "two leaders");
     let _ = stop_a.send(());
@@ -301,19 +317,19 @@ async fn a_second_replica_waits_and_takes_over_when_the_first_stops() {
         second.starts.load(Ordering::SeqCst) == 1
     })
     .await;
-    assert_eq!(holder(&api).as_deref(), Some("b"));
+    assert_eq!(holder(&api).await.as_deref(), Some("b"));
     let _ = stop_b.send(());
     run_b.await.unwrap().unwrap();
 }
 
 #[tokio::test]
 async fn work_that_ends_while_leading_is_an_error_and_the_lease_is_released() {
-    let (client, api) = client();
+    let (client, api) = client().await;
     let result = tokio::time::timeout(
         Duration::from_secs(5),
         run_while_leading(
             client,
-            &election("a"),
+            &election(&api, "a"),
             std::future::pending(),
             |_stop| async {},
         ),
@@ -322,32 +338,28 @@ async fn work_that_ends_while_leading_is_an_error_and_the_lease_is_released() {
     .expect("returns at once");
     let err = result.unwrap_err().to_string();
     assert!(err.contains("the leader work ended"), "{err}");
-    assert_eq!(holder(&api), None);
+    assert_eq!(holder(&api).await, None);
 }
 
 #[tokio::test]
 async fn work_that_does_not_stop_after_leadership_is_lost_is_an_error() {
-    let (client, api) = client();
+    let (client, api) = client().await;
     let started = Arc::new(AtomicBool::new(false));
     let flag = started.clone();
+    let election = election(&api, "a");
     let run = tokio::spawn(async move {
-        run_while_leading(
-            client,
-            &election("a"),
-            std::future::pending(),
-            move |_stop| {
-                flag.store(true, Ordering::SeqCst);
-                // Ignores its stop signal.
-                std::future::pending()
-            },
-        )
+        run_while_leading(client, &election, std::future::pending(), move |_stop| {
+            flag.store(true, Ordering::SeqCst);
+            // Ignores its stop signal.
+            std::future::pending()
+        })
         .await
     });
     until("the work starts", Duration::from_secs(5), || {
         started.load(Ordering::SeqCst)
     })
     .await;
-    api.broken.store(true, Ordering::SeqCst);
+    api.switches.broken.store(true, Ordering::SeqCst);
     let err = tokio::time::timeout(Duration::from_secs(5), run)
         .await
         .expect("gives up within the renew deadline and the stop timeout")

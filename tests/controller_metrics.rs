@@ -1,8 +1,12 @@
 //! controller-runtime's controller metric families of the ControlPlane
-//! controller: reconcile outcomes against the stateful mock API (and a hanging
-//! one for the timeout) land in the right series, and the `/metrics` text of
-//! the server's registry carries them with controller-runtime's names, labels
-//! and buckets next to scion's own families.
+//! controller: reconcile outcomes against a real kube-apiserver (the test
+//! bed shared by this binary, a namespace per test) land in the right
+//! series, and the `/metrics` text of the server's registry carries them
+//! with controller-runtime's names, labels and buckets next to scion's own
+//! families. The timeout and the worker busy with a pending request need an
+//! API server that does not answer: a client-side layer
+//! (`testbed::intercept::Hold`) holds the request, everything else is the
+//! real server's.
 
 mod support;
 
@@ -13,16 +17,27 @@ use kube::runtime::controller::Action;
 use scion::controller;
 use scion::controller::extension::metrics::ControllerMetrics;
 use scion::server::Metrics;
+use serde_json::json;
 use support::controller::mock::*;
+use support::controller::real::*;
 use support::controller::*;
+use support::testbed::intercept::Hold;
 
-/// A reconciler against the stateful fake, recording into `metrics`' registry.
-fn recorded(metrics: &Metrics) -> Fake {
+/// controller-runtime's families of a started ControlPlane controller in
+/// `metrics`' registry.
+fn families(metrics: &Metrics) -> ControllerMetrics {
     let families = ControllerMetrics::register(&mut metrics.registry());
     families.started("controlplane", 5);
-    fake_with(state(shoot(&["IPv4"], false)), "aws", None, |ctx| {
+    families
+}
+
+/// A reconciler on the real API server, recording into `metrics`' registry.
+async fn recorded(metrics: &Metrics) -> Real {
+    let families = families(metrics);
+    real_with(shoot(&["IPv4"], false), "aws", None, |ctx| {
         ctx.metrics = Some(families)
     })
+    .await
 }
 
 /// The value of the sample `series` (name with labels, as the text writes
@@ -56,7 +71,7 @@ const TIMEOUTS: &str = "controller_runtime_reconcile_timeouts_total{controller=\
 #[tokio::test]
 async fn the_series_exist_at_zero_once_the_controller_started() {
     let metrics = Metrics::new();
-    let _f = recorded(&metrics);
+    families(&metrics);
     let text = metrics.encode().expect("encodes");
     for result in ["success", "error", "requeue", "requeue_after"] {
         assert_eq!(total(&text, result), 0.0, "{result}");
@@ -113,7 +128,7 @@ async fn the_series_exist_at_zero_once_the_controller_started() {
 #[tokio::test]
 async fn a_reconcile_that_resyncs_counts_as_requeue_after() {
     let metrics = Metrics::new();
-    let f = recorded(&metrics);
+    let f = recorded(&metrics).await;
     let action = f
         .reconcile(&aws_cp(None, aws_subnets()))
         .await
@@ -133,7 +148,7 @@ async fn a_reconcile_that_resyncs_counts_as_requeue_after() {
 #[tokio::test]
 async fn an_object_of_another_provider_counts_as_success() {
     let metrics = Metrics::new();
-    let f = recorded(&metrics);
+    let f = recorded(&metrics).await;
     let mut cp = aws_cp(None, aws_subnets());
     cp.spec.type_ = "gcp".into();
     let action = f.reconcile(&cp).await.expect("reconciles");
@@ -148,12 +163,11 @@ async fn an_object_of_another_provider_counts_as_success() {
 #[tokio::test]
 async fn a_failed_reconcile_counts_as_error_and_retry() {
     let metrics = Metrics::new();
-    let f = recorded(&metrics);
-    // The finalizer patch, the first write on a new ControlPlane, fails.
-    f.api.lock().unwrap().fail("PATCH", CP_PATH, 500);
-    f.reconcile(&aws_cp(None, aws_subnets()))
+    let f = recorded(&metrics).await;
+    // No subnet to render the cloud config from: the operation fails.
+    f.reconcile(&aws_cp(None, json!([])))
         .await
-        .expect_err("the API answered 500");
+        .expect_err("the render fails");
     let text = metrics.encode().expect("encodes");
     assert_eq!(total(&text, "error"), 1.0);
     assert_eq!(sample(&text, ERRORS), 1.0);
@@ -166,49 +180,46 @@ async fn a_failed_reconcile_counts_as_error_and_retry() {
 #[tokio::test]
 async fn a_reconcile_that_runs_out_of_time_counts_as_timeout_and_error() {
     let metrics = Metrics::new();
-    let families = ControllerMetrics::register(&mut metrics.registry());
-    families.started("controlplane", 5);
-    let (ctx, mut handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
+    let shoot = shoot(&["IPv4"], false);
+    let f = real(shoot.clone(), "aws").await;
+    f.insert(&cp_json(&aws_cp(None, aws_subnets()))).await;
+    // Hold the finalizer patch and the status patch after the timeout
+    // unanswered (both ends are bounded by the reconcile timeout).
+    let mut ctx = f.through(shoot, Hold::first(2));
     ctx.timeout = Duration::from_millis(50);
-    ctx.metrics = Some(families);
-    let server = tokio::spawn(async move {
-        // Hold the finalizer patch and the status patch after the timeout
-        // unanswered (both ends are bounded by the reconcile timeout).
-        let _first = handle.next_request().await.expect("a request");
-        let _second = handle.next_request().await;
-    });
-    controller::reconcile(Arc::new(aws_cp(None, aws_subnets())), Arc::new(ctx))
+    ctx.metrics = Some(families(&metrics));
+    controller::reconcile(Arc::new(f.controlplane().await), Arc::new(ctx))
         .await
         .expect_err("times out");
     let text = metrics.encode().expect("encodes");
     assert_eq!(sample(&text, TIMEOUTS), 1.0);
     assert_eq!(total(&text, "error"), 1.0);
     assert_eq!(sample(&text, ERRORS), 1.0);
-    server.abort();
 }
 
 #[tokio::test]
 async fn a_reconcile_in_progress_is_an_active_worker() {
     let metrics = Metrics::new();
-    let families = ControllerMetrics::register(&mut metrics.registry());
-    families.started("controlplane", 5);
-    let (ctx, mut handle) = context(state(shoot(&["IPv4"], false)), "aws");
-    let mut ctx = Arc::try_unwrap(ctx).ok().expect("sole owner");
-    ctx.metrics = Some(families);
+    let shoot = shoot(&["IPv4"], false);
+    let f = real(shoot.clone(), "aws").await;
+    f.insert(&cp_json(&aws_cp(None, aws_subnets()))).await;
+    let hold = Hold::first(1);
+    let mut ctx = f.through(shoot, hold.clone());
+    ctx.metrics = Some(families(&metrics));
     let reconcile = tokio::spawn(controller::reconcile(
-        Arc::new(aws_cp(None, aws_subnets())),
+        Arc::new(f.controlplane().await),
         Arc::new(ctx),
     ));
     // The reconcile waits for the API to answer its first request.
-    let pending = handle.next_request().await.expect("a request");
+    tokio::time::timeout(Duration::from_secs(10), hold.arrived.notified())
+        .await
+        .expect("a request");
     let text = metrics.encode().expect("encodes");
     assert_eq!(sample(&text, ACTIVE), 1.0);
     // Cancelled (as kube-runtime does on shutdown), it frees the worker and
     // records no result.
     reconcile.abort();
     let _ = reconcile.await;
-    drop(pending);
     let text = metrics.encode().expect("encodes");
     assert_eq!(sample(&text, ACTIVE), 0.0);
     assert_eq!(sample(&text, TIME_COUNT), 0.0);

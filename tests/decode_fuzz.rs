@@ -23,7 +23,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use scion::admission::{AdmissionRequest, AdmissionResponse, Denial, Mutator, Verdict};
+use scion::admission::{AdmissionRequest, AdmissionResponse, Mutator, Verdict};
 use scion::mutation::WebhookMutator;
 use serde_json::{Value, json};
 
@@ -125,9 +125,7 @@ fn answer(m: &WebhookMutator, body: &[u8]) -> Result<(AdmissionRequest, Vec<u8>)
             }
             AdmissionResponse::patched(&uid, &serde_json::to_vec(&patch).unwrap())
         }
-        Err(d @ (Denial::BadObject(_) | Denial::Forbidden(_))) => {
-            AdmissionResponse::deny(&uid, d.code(), d.reason(), d.to_string())
-        }
+        Err(d) => AdmissionResponse::deny(&uid, d.code(), d.reason(), d.to_string()),
     };
     let bytes = response.into_review_bytes(request.version);
     Ok((request, bytes))

@@ -19,6 +19,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use testbed::extension::{
+    deployment_command, helm_ok, request, wait_registered_at, wait_succeeded,
+};
 use testbed::{
     ApiServer, ApiServerOptions, Testbed, chart, eventually, gardenlet_object, root, yaml_documents,
 };
@@ -27,17 +30,6 @@ const NS: &str = "extension-scion-provider-aws-x1";
 const RELEASE: &str = "scion-provider-aws";
 const SA: &str = "gardener-extension-provider-aws";
 const SHOOT: &str = "shoot--dev--aws";
-
-fn helm_ok(api: &ApiServer, args: &[&str]) -> String {
-    let out = api.helm(args);
-    assert!(
-        out.status.success(),
-        "helm {args:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// The objects of the release as helm recorded them.
 fn release_objects(api: &ApiServer) -> Vec<Value> {
@@ -56,48 +48,6 @@ async fn stored(api: &ApiServer, object: &Value) -> Option<Value> {
         object["metadata"]["name"].as_str().unwrap(),
     )
     .await
-}
-
-/// scion's flags and environment as the stored Deployment gives them, less
-/// what a process on loopback replaces (listen addresses, certificate
-/// directory, the registration: the builder adds them, in url mode).
-fn deployment_command(deployment: &Value) -> (Vec<String>, Vec<(String, String)>) {
-    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
-    let args = container["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .filter(|a| {
-            ![
-                "serve",
-                "--provider=",
-                "--cert-dir=",
-                "--register-webhook",
-                "--webhook-config-server-port=",
-                "--metrics-bind-address=",
-                "--health-bind-address=",
-                "--log-format=",
-            ]
-            .iter()
-            .any(|p| a == p.trim_end_matches('=') || (p.ends_with('=') && a.starts_with(p)))
-        })
-        .collect();
-    let env = container["env"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| {
-            let value = match (&e["value"], &e["valueFrom"]["fieldRef"]["fieldPath"]) {
-                (Value::String(v), _) => v.clone(),
-                (_, Value::String(path)) if path == "metadata.namespace" => NS.to_owned(),
-                (_, Value::String(path)) if path == "metadata.name" => "scion-e2e-0".to_owned(),
-                other => panic!("unknown env source in the chart: {other:?}"),
-            };
-            (e["name"].as_str().unwrap().to_owned(), value)
-        })
-        .collect();
-    (args, env)
 }
 
 /// One API request of scion as the audit log records it.
@@ -187,32 +137,8 @@ fn unused_grants(roles: &[(String, Value)], calls: &[Call]) -> Vec<String> {
 /// wait until scion reports it done: annotation removed, last operation of
 /// `op_type` succeeded.
 async fn operate(api: &ApiServer, cp: &Value, operation: &str, op_type: &str) {
-    let mut cp = cp.clone();
-    cp["metadata"]["annotations"] = json!({"gardener.cloud/operation": operation});
-    api.apply(&cp, "gardenlet").await.unwrap();
-    let name = cp["metadata"]["name"].as_str().unwrap().to_owned();
-    eventually(
-        &format!("the ControlPlane's {operation}"),
-        Duration::from_secs(120),
-        || async {
-            let cp = api
-                .get(
-                    "extensions.gardener.cloud/v1alpha1",
-                    "ControlPlane",
-                    Some(SHOOT),
-                    &name,
-                )
-                .await?;
-            let last = &cp["status"]["lastOperation"];
-            (cp["metadata"]["annotations"]
-                .get("gardener.cloud/operation")
-                .is_none()
-                && last["type"] == op_type
-                && last["state"] == "Succeeded")
-                .then_some(())
-        },
-    )
-    .await;
+    request(api, cp, operation).await;
+    wait_succeeded(api, cp, op_type, String::new).await;
 }
 
 /// A shoot of Kubernetes 1.18 (in-tree cloud provider) and gardenlet's write
@@ -384,7 +310,7 @@ async fn helm_install_upgrade_uninstall_with_scion_running_on_the_charts_rbac() 
         .get("apps/v1", "Deployment", Some(NS), SA)
         .await
         .unwrap();
-    let (args, env) = deployment_command(&deployment);
+    let (args, env) = deployment_command(&deployment, "scion-e2e-0");
     let token = api.service_account_token(NS, SA).await;
     let kubeconfig = api.kubeconfig_with_token("scion-aws.kubeconfig", &token);
     let mut builder = bed.scion("aws", &kubeconfig).register_webhook().args(args);
@@ -407,30 +333,7 @@ async fn helm_install_upgrade_uninstall_with_scion_running_on_the_charts_rbac() 
         },
     )
     .await;
-    eventually(
-        "the webhook configuration registered in url mode",
-        Duration::from_secs(90),
-        || async {
-            let config = api
-                .get(
-                    "admissionregistration.k8s.io/v1",
-                    "MutatingWebhookConfiguration",
-                    None,
-                    RELEASE,
-                )
-                .await?;
-            let hooks = config["webhooks"].as_array()?;
-            (hooks.len() == 3
-                && hooks.iter().all(|w| {
-                    w["clientConfig"]["caBundle"] == ca.as_str()
-                        && w["clientConfig"]["url"]
-                            .as_str()
-                            .is_some_and(|u| u.starts_with(&url))
-                }))
-            .then_some(())
-        },
-    )
-    .await;
+    wait_registered_at(api, RELEASE, &url, Some(&ca)).await;
     scion.assert_running();
     // the first registration waited for the managed bundle instead of
     // failing on it (it used to warn and retry only after 10 s)

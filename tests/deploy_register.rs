@@ -1,246 +1,305 @@
-//! Self-registration of the MutatingWebhookConfiguration against a mock API
-//! server (controller-rs fixture style): the `kube::Client` is built on a
-//! `tower_test::mock::pair`, a verifier task expects an exact sequence of
-//! requests, asserting method, path and body, and answers each. A missing
-//! call surfaces as a join timeout; an unexpected extra call fails the
-//! registration (the mock service is closed once the verifier is done).
-//! Every request is also checked against the installed ClusterRole, so the
-//! RBAC table cannot miss a call the registration makes. Writes are
-//! server-side applies of scion's entries to `scion-provider-<p>`; the Go
+//! Self-registration of the MutatingWebhookConfiguration on a real
+//! kube-apiserver (the test bed shared by this binary). Each test has an
+//! extension of its own (provider `reg<n>`: its configuration
+//! `scion-provider-reg<n>`, its namespace), and registers as a user whom RBAC
+//! grants exactly the ClusterRole scion installs for that extension, so the
+//! real authorizer checks every call; the calls are read back from the audit
+//! log. Writes are server-side applies of scion's entries by field manager
+//! `scion`: what another manager added to the configuration stays its own
+//! (the server's merge), an entry scion no longer applies goes, and the Go
 //! extension's `gardener-extension-provider-<p>` is never touched.
+//!
+//! The configurations registered here match no namespace of the test bed
+//! (their selectors want the provider labels of `reg<n>`), so the API server
+//! never calls them.
 
 mod support;
 
-use http::{Method, StatusCode};
-use scion::deploy::{RegistrationError, RegistrationOutcome, register_webhook};
-use serde_json::json;
+use scion::deploy::{Extension, RegistrationError, RegistrationOutcome, register_webhook};
+use serde_json::{Value, json};
 use support::deploy::*;
+use support::testbed::shared::{Session, unique};
 
-/// A server-side apply by field manager `scion`, forced.
-fn assert_apply(req: &http::Request<()>) {
-    assert_eq!(
-        req.headers()["content-type"],
-        "application/apply-patch+yaml"
-    );
-    let query = req.uri().query().unwrap_or("");
-    assert!(query.contains("fieldManager=scion"), "{query}");
-    assert!(query.contains("force=true"), "{query}");
+/// An extension of its own and a session acting with exactly its ClusterRole.
+struct Registration {
+    ext: Extension,
+    /// Acts as the extension (RBAC: scion's ClusterRole only).
+    scion: Session,
+    /// The admin, in the extension's namespace.
+    admin: Session,
+}
+
+impl Registration {
+    /// A new extension; its namespace exists unless `without_namespace`.
+    async fn new(without_namespace: bool) -> Registration {
+        let provider = format!("reg{}", unique());
+        let namespace = format!("extension-provider-{provider}");
+        let ext = Extension::new(&provider, &namespace).unwrap();
+        let admin = Session::in_namespace(&namespace).await;
+        if !without_namespace {
+            admin
+                .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": namespace}}))
+                .await;
+        }
+        let scion = Session::as_member_of(&namespace, &[]).await;
+        let role = serde_json::to_value(scion::deploy::rbac::cluster_role(&ext)).unwrap();
+        let mut role = role;
+        role["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+        role["kind"] = json!("ClusterRole");
+        role["metadata"]["name"] = json!(format!("scion-{provider}"));
+        admin.apply(&role).await;
+        admin
+            .apply(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": format!("scion-{provider}")},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("scion-{provider}")},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": scion.user}]}))
+            .await;
+        // the authorizer sees the binding: the configuration can be read
+        let path = config_path(&ext);
+        for _ in 0..100 {
+            let request = http::Request::get(&path).body(Vec::new()).unwrap();
+            match scion.client.request::<Value>(request).await {
+                Err(kube::Error::Api(s)) if s.code == 403 => {}
+                _ => break,
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        scion.clear().await;
+        Registration { ext, scion, admin }
+    }
+
+    async fn register(
+        &self,
+        ext: &Extension,
+        ca: &[u8],
+    ) -> Result<RegistrationOutcome, RegistrationError> {
+        register_webhook(&self.scion.client, ext, ca).await
+    }
+
+    /// The calls since the last [`Session::clear`] as (line, code), the
+    /// configuration's path shortened to `mwc` and the namespace's to `ns`.
+    async fn calls(&self) -> Vec<(String, i64)> {
+        let mwc = config_path(&self.ext);
+        let ns = format!("/api/v1/namespaces/{}", self.ext.namespace());
+        self.scion
+            .requests()
+            .await
+            .iter()
+            .map(|r| (r.line().replace(&mwc, "mwc").replace(&ns, "ns"), r.code))
+            .collect()
+    }
+
+    /// The stored configuration.
+    async fn stored(&self) -> Value {
+        self.admin
+            .get(&config_path(&self.ext))
+            .await
+            .expect("the configuration")
+    }
+}
+
+fn config_path(ext: &Extension) -> String {
+    format!(
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/{}",
+        ext.webhook_config_name()
+    )
+}
+
+fn names(config: &Value) -> Vec<&str> {
+    config["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect()
 }
 
 #[tokio::test]
 async fn creates_the_configuration_with_ca_and_namespace_owner() {
-    let (client, handle) = mock_client();
+    let r = Registration::new(false).await;
     let ca_pem = ca("ca-1");
-    let expected_ca = ca_pem.clone();
-    let verifier = verifier(
-        handle,
-        vec![
-            call(Method::GET, MWC_PATH, StatusCode::NOT_FOUND, status(404, "NotFound")),
-            call(Method::GET, NS_PATH, StatusCode::OK, namespace()),
-            call(Method::PATCH, MWC_PATH, StatusCode::CREATED, json!({}))
-                .checking(move |req, body| {
-                    assert_apply(req);
-                    assert_eq!(body["kind"], "MutatingWebhookConfiguration");
-                    assert_eq!(body["apiVersion"], "admissionregistration.k8s.io/v1");
-                    assert_eq!(
-                        body["metadata"]["ownerReferences"],
-                        json!([{"apiVersion": "v1", "kind": "Namespace",
-                                "name": "extension-provider-aws", "uid": NS_UID,
-                                "controller": true, "blockOwnerDeletion": false}])
-                    );
-                    assert_eq!(
-                        body["metadata"]["labels"]["remediation.webhook.shoot.gardener.cloud/exclude"],
-                        "true"
-                    );
-                    let names: Vec<&str> = body["webhooks"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|w| w["name"].as_str().unwrap())
-                        .collect();
-                    assert_eq!(
-                        names,
-                        [
-                            "cloudprovider.aws.extensions.gardener.cloud",
-                            "controlplane.aws.extensions.gardener.cloud",
-                            "seedprovider.aws.extensions.gardener.cloud",
-                        ]
-                    );
-                    assert_eq!(ca_bundle_of(&body), expected_ca);
-                }),
-        ],
+    let outcome = r.register(&r.ext, &ca_pem).await.unwrap();
+    assert_eq!(outcome, RegistrationOutcome::Created);
+    assert_eq!(
+        r.calls().await,
+        [
+            ("GET mwc".to_owned(), 404),
+            ("GET ns".to_owned(), 200),
+            ("PATCH mwc".to_owned(), 201),
+        ]
     );
-    let outcome = register_webhook(&client, &extension(), &ca_pem)
+    let stored = r.stored().await;
+    let ns = r
+        .admin
+        .get(&format!("/api/v1/namespaces/{}", r.ext.namespace()))
         .await
         .unwrap();
-    assert_eq!(outcome, RegistrationOutcome::Created);
-    join(verifier).await;
+    assert_eq!(
+        stored["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "v1", "kind": "Namespace",
+                "name": r.ext.namespace(), "uid": ns["metadata"]["uid"],
+                "controller": true, "blockOwnerDeletion": false}])
+    );
+    assert_eq!(
+        stored["metadata"]["labels"]["remediation.webhook.shoot.gardener.cloud/exclude"],
+        "true"
+    );
+    let p = r.ext.provider();
+    assert_eq!(
+        names(&stored),
+        [
+            format!("cloudprovider.{p}.extensions.gardener.cloud"),
+            format!("controlplane.{p}.extensions.gardener.cloud"),
+            format!("seedprovider.{p}.extensions.gardener.cloud"),
+        ]
+    );
+    assert_eq!(ca_bundle_of(&stored), ca_pem);
+    // written by scion's field manager
+    let managers: Vec<&str> = stored["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(managers, ["scion"]);
 }
 
 #[tokio::test]
 async fn rotation_applies_the_new_ca_bundle() {
-    let (client, handle) = mock_client();
+    let r = Registration::new(false).await;
     let (old, new) = (ca("ca-old"), ca("ca-new"));
-    let expected_ca = new.clone();
-    let verifier = verifier(
-        handle,
-        vec![
-            call(Method::GET, MWC_PATH, StatusCode::OK, stored(&old, "41")),
-            call(Method::PATCH, MWC_PATH, StatusCode::OK, stored(&new, "42")).checking(
-                move |req, body| {
-                    assert_apply(req);
-                    // the stored owner is kept; no resourceVersion: apply does not lock
-                    assert_eq!(body["metadata"]["ownerReferences"][0]["uid"], NS_UID);
-                    assert!(body["metadata"].get("resourceVersion").is_none());
-                    assert_eq!(ca_bundle_of(&body), expected_ca);
-                    assert_eq!(body["webhooks"].as_array().unwrap().len(), 3);
-                },
-            ),
-        ],
-    );
-    let outcome = register_webhook(&client, &extension(), &new).await.unwrap();
+    r.register(&r.ext, &old).await.unwrap();
+    let owner = r.stored().await["metadata"]["ownerReferences"].clone();
+    r.scion.clear().await;
+    let outcome = r.register(&r.ext, &new).await.unwrap();
     assert_eq!(outcome, RegistrationOutcome::Updated);
-    join(verifier).await;
+    assert_eq!(
+        r.calls().await,
+        [("GET mwc".to_owned(), 200), ("PATCH mwc".to_owned(), 200)]
+    );
+    let stored = r.stored().await;
+    assert_eq!(ca_bundle_of(&stored), new);
+    assert_eq!(
+        stored["metadata"]["ownerReferences"], owner,
+        "the owner stays"
+    );
+    assert_eq!(stored["webhooks"].as_array().unwrap().len(), 3);
 }
 
+/// The configuration as the API server stores it carries its defaults
+/// (`timeoutSeconds`, `matchPolicy`, `reinvocationPolicy`, rule `scope`, …):
+/// registering again reads it and writes nothing.
 #[tokio::test]
 async fn no_write_when_the_stored_configuration_is_up_to_date() {
-    let (client, handle) = mock_client();
+    let r = Registration::new(false).await;
     let ca_pem = ca("ca-1");
-    let verifier = verifier(
-        handle,
-        vec![call(
-            Method::GET,
-            MWC_PATH,
-            StatusCode::OK,
-            stored(&ca_pem, "7"),
-        )],
-    );
-    // a write after the GET would hit the closed mock and fail the call
-    let outcome = register_webhook(&client, &extension(), &ca_pem)
-        .await
-        .unwrap();
+    r.register(&r.ext, &ca_pem).await.unwrap();
+    let version = r.stored().await["metadata"]["resourceVersion"].clone();
+    r.scion.clear().await;
+    let outcome = r.register(&r.ext, &ca_pem).await.unwrap();
     assert_eq!(outcome, RegistrationOutcome::Unchanged);
-    join(verifier).await;
+    assert_eq!(r.calls().await, [("GET mwc".to_owned(), 200)]);
+    assert_eq!(r.stored().await["metadata"]["resourceVersion"], version);
 }
 
 #[tokio::test]
 async fn a_changed_webhook_is_restored_even_with_the_same_ca() {
-    let (client, handle) = mock_client();
+    let r = Registration::new(false).await;
     let ca_pem = ca("ca-1");
-    let mut tampered = stored(&ca_pem, "9");
-    tampered["webhooks"][0]["failurePolicy"] = json!("Ignore");
-    let verifier = verifier(
-        handle,
-        vec![
-            call(Method::GET, MWC_PATH, StatusCode::OK, tampered),
-            call(
-                Method::PATCH,
-                MWC_PATH,
-                StatusCode::OK,
-                stored(&ca_pem, "10"),
-            )
-            .checking(|_, body| assert_eq!(body["webhooks"][0]["failurePolicy"], "Fail")),
-        ],
-    );
-    let outcome = register_webhook(&client, &extension(), &ca_pem)
-        .await
+    r.register(&r.ext, &ca_pem).await.unwrap();
+    // someone edits scion's entry (kubectl edit)
+    let request = http::Request::patch(config_path(&r.ext))
+        .header("content-type", "application/json-patch+json")
+        .body(
+            serde_json::to_vec(&json!([
+                {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}
+            ]))
+            .unwrap(),
+        )
         .unwrap();
+    r.admin.admin.request::<Value>(request).await.unwrap();
+    r.scion.clear().await;
+    let outcome = r.register(&r.ext, &ca_pem).await.unwrap();
     assert_eq!(outcome, RegistrationOutcome::Updated);
-    join(verifier).await;
+    assert_eq!(r.stored().await["webhooks"][0]["failurePolicy"], "Fail");
 }
 
+/// Another field manager's entry (an audit webhook someone added to the
+/// configuration) is no reason to write, and scion's apply leaves it: the
+/// API server merges the `webhooks` list by name and only removes what
+/// `scion` applied before and applies no longer.
 #[tokio::test]
 async fn entries_of_another_manager_are_left_to_it() {
-    let (client, handle) = mock_client();
+    let r = Registration::new(false).await;
     let (old, new) = (ca("ca-old"), ca("ca-new"));
-    let with_foreign = |pem: &[u8], rv: &str| {
-        let mut v = stored(pem, rv);
-        v["webhooks"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"name": "audit.example.com", "sideEffects": "None"}));
-        v
-    };
+    r.register(&r.ext, &old).await.unwrap();
+    let foreign = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": r.ext.webhook_config_name()},
+        "webhooks": [{"name": "audit.example.com", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:9/audit"},
+            "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                       "operations": ["CREATE"], "resources": ["nothings"]}]}],
+    });
+    let (api, name) = support::testbed::shared::dynamic_api(&r.admin.admin, &foreign).await;
+    api.patch(
+        &name,
+        &kube::api::PatchParams::apply("audit-tool"),
+        &kube::api::Patch::Apply(&foreign),
+    )
+    .await
+    .unwrap();
+    assert_eq!(names(&r.stored().await).len(), 4);
     // same CA: the foreign entry is no reason to write
-    let verifier1 = verifier(
-        handle,
-        vec![call(
-            Method::GET,
-            MWC_PATH,
-            StatusCode::OK,
-            with_foreign(&new, "5"),
-        )],
+    r.scion.clear().await;
+    assert_eq!(
+        r.register(&r.ext, &old).await.unwrap(),
+        RegistrationOutcome::Unchanged
     );
-    let outcome = register_webhook(&client, &extension(), &new).await.unwrap();
-    assert_eq!(outcome, RegistrationOutcome::Unchanged);
-    join(verifier1).await;
-    // new CA: the apply carries scion's three entries only
-    let (client, handle) = mock_client();
-    let verifier2 = verifier(
-        handle,
-        vec![
-            call(
-                Method::GET,
-                MWC_PATH,
-                StatusCode::OK,
-                with_foreign(&old, "5"),
-            ),
-            call(
-                Method::PATCH,
-                MWC_PATH,
-                StatusCode::OK,
-                with_foreign(&new, "6"),
-            )
-            .checking(|req, body| {
-                assert_apply(req);
-                let names: Vec<&str> = body["webhooks"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|w| w["name"].as_str().unwrap())
-                    .collect();
-                assert!(!names.contains(&"audit.example.com"), "{names:?}");
-                assert_eq!(names.len(), 3);
-            }),
-        ],
+    assert_eq!(r.calls().await, [("GET mwc".to_owned(), 200)]);
+    // new CA: scion's three entries change, the foreign one stays
+    assert_eq!(
+        r.register(&r.ext, &new).await.unwrap(),
+        RegistrationOutcome::Updated
     );
-    let outcome = register_webhook(&client, &extension(), &new).await.unwrap();
-    assert_eq!(outcome, RegistrationOutcome::Updated);
-    join(verifier2).await;
+    let stored = r.stored().await;
+    assert!(names(&stored).contains(&"audit.example.com"), "{stored:#}");
+    assert_eq!(names(&stored).len(), 4);
+    let mut scions = stored.clone();
+    scions["webhooks"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|w| w["name"] != "audit.example.com");
+    assert_eq!(ca_bundle_of(&scions), new);
+    let audit = stored["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "audit.example.com")
+        .unwrap();
+    assert_eq!(audit["clientConfig"]["url"], "https://127.0.0.1:9/audit");
 }
 
 #[tokio::test]
 async fn a_disabled_webhook_is_applied_away() {
-    let (client, handle) = mock_client();
+    let r = Registration::new(false).await;
     let ca_pem = ca("ca-1");
-    let ext = extension().with_disabled_webhooks(vec!["seedprovider"]);
-    let verifier = verifier(
-        handle,
-        vec![
-            // stored with all three entries, as before --disable-webhooks=seedprovider
-            call(Method::GET, MWC_PATH, StatusCode::OK, stored(&ca_pem, "8")),
-            call(Method::PATCH, MWC_PATH, StatusCode::OK, json!({})).checking(|req, body| {
-                assert_apply(req);
-                let names: Vec<&str> = body["webhooks"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|w| w["name"].as_str().unwrap())
-                    .collect();
-                assert_eq!(
-                    names,
-                    [
-                        "cloudprovider.aws.extensions.gardener.cloud",
-                        "controlplane.aws.extensions.gardener.cloud"
-                    ]
-                );
-            }),
-        ],
+    r.register(&r.ext, &ca_pem).await.unwrap();
+    let ext = r.ext.clone().with_disabled_webhooks(vec!["seedprovider"]);
+    assert_eq!(
+        r.register(&ext, &ca_pem).await.unwrap(),
+        RegistrationOutcome::Updated
     );
-    let outcome = register_webhook(&client, &ext, &ca_pem).await.unwrap();
-    assert_eq!(outcome, RegistrationOutcome::Updated);
-    join(verifier).await;
+    let p = r.ext.provider();
+    assert_eq!(
+        names(&r.stored().await),
+        [
+            format!("cloudprovider.{p}.extensions.gardener.cloud"),
+            format!("controlplane.{p}.extensions.gardener.cloud"),
+        ]
+    );
 }
 
 #[test]
@@ -264,45 +323,99 @@ fn the_configuration_is_not_the_go_extensions() {
 
 #[tokio::test]
 async fn missing_owner_namespace_is_a_clear_error() {
-    let (client, handle) = mock_client();
-    let verifier = verifier(
-        handle,
-        vec![
-            call(
-                Method::GET,
-                MWC_PATH,
-                StatusCode::NOT_FOUND,
-                status(404, "NotFound"),
-            ),
-            call(
-                Method::GET,
-                NS_PATH,
-                StatusCode::NOT_FOUND,
-                status(404, "NotFound"),
-            ),
-        ],
-    );
-    let err = register_webhook(&client, &extension(), &ca("ca-1"))
-        .await
-        .unwrap_err();
+    let r = Registration::new(true).await;
+    let err = r.register(&r.ext, &ca("ca-1")).await.unwrap_err();
     assert!(
         matches!(err, RegistrationError::OwnerNamespace { .. }),
         "{err}"
     );
-    assert!(err.to_string().contains("extension-provider-aws"), "{err}");
-    join(verifier).await;
+    assert!(err.to_string().contains(r.ext.namespace()), "{err}");
+    assert_eq!(
+        r.calls().await,
+        [("GET mwc".to_owned(), 404), ("GET ns".to_owned(), 404)]
+    );
 }
 
 #[tokio::test]
 async fn invalid_ca_bundle_is_refused_before_any_api_call() {
-    let (client, handle) = mock_client();
-    let verifier = verifier(handle, vec![]);
+    let r = Registration::new(false).await;
     let key_only = b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
     for bundle in [&b""[..], &key_only[..], b"not pem"] {
-        let err = register_webhook(&client, &extension(), bundle)
-            .await
-            .unwrap_err();
+        let err = r.register(&r.ext, bundle).await.unwrap_err();
         assert!(matches!(err, RegistrationError::CaBundle(_)), "{err}");
     }
-    join(verifier).await;
+    assert_eq!(r.calls().await, Vec::<(String, i64)>::new());
+}
+
+/// `keep_registered`, the loop `serve --register-webhook` runs on the
+/// leader: it registers at start, makes no call while the CA bundle file is
+/// unchanged, and applies the new bundle when the file changes (as after a
+/// kubelet Secret volume update).
+#[tokio::test]
+async fn keep_registered_registers_at_start_and_again_when_the_ca_file_changes() {
+    use scion::deploy::{RegistrationTiming, keep_registered};
+    use std::time::Duration;
+    let r = Registration::new(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.crt");
+    let (first, second) = (ca("ca-first"), ca("ca-second"));
+    std::fs::write(&ca_file, &first).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let timing = RegistrationTiming {
+        poll: Duration::from_millis(20),
+        resync: Duration::from_secs(3600),
+    };
+    let (client, ext, file) = (r.scion.client.clone(), r.ext.clone(), ca_file.clone());
+    let registration = tokio::spawn(async move {
+        keep_registered(&client, &ext, &file, timing, async {
+            let _ = stopped.await;
+        })
+        .await;
+    });
+    let registered = |ca: Vec<u8>| {
+        let r = &r;
+        async move {
+            for _ in 0..100 {
+                if let Some(stored) = r.admin.get(&config_path(&r.ext)).await
+                    && ca_bundle_of(&stored) == ca
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("not registered within 5 s");
+        }
+    };
+    registered(first.clone()).await;
+    assert_eq!(
+        r.calls().await,
+        [
+            ("GET mwc".to_owned(), 404),
+            ("GET ns".to_owned(), 200),
+            ("PATCH mwc".to_owned(), 201),
+        ]
+    );
+
+    // Unchanged file: many polls, no API call.
+    r.scion.clear().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        r.calls().await,
+        Vec::<(String, i64)>::new(),
+        "an unchanged CA bundle must cause no request"
+    );
+
+    // Rotation: the new bundle lands in the file; the configuration is applied.
+    std::fs::write(&ca_file, &second).unwrap();
+    registered(second.clone()).await;
+    assert_eq!(
+        r.calls().await,
+        [("GET mwc".to_owned(), 200), ("PATCH mwc".to_owned(), 200)]
+    );
+
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(1), registration)
+        .await
+        .expect("the loop ends when stopped")
+        .unwrap();
 }

@@ -18,91 +18,15 @@
 #[path = "support/testbed/mod.rs"]
 mod testbed;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use scion::profile::BUILTIN_PROVIDERS;
 use serde_json::{Value, json};
-use testbed::{ApiServer, Testbed, eventually, gardenlet_object, root, yaml_documents};
+use testbed::extension::{example_objects, gardenlet_objects, recorded_object};
+use testbed::{ApiServer, Testbed, eventually, root};
 
 const MUTATED_BY: &str = "provider.extensions.gardener.cloud/mutated-by-controlplane-webhook";
-const COMPONENTS: &[&str] = &[
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "cluster-autoscaler",
-    "machine-controller-manager",
-    "machine-controller-manager-vpa",
-];
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The object of the newest recorded review of `component` for `provider`,
-/// as gardenlet sends it, moved into `namespace`.
-fn recorded_object(provider: &str, component: &str, namespace: &str) -> Value {
-    let dir = root().join("tests/fixtures/admission");
-    let mut found: Vec<(semver::Version, std::path::PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let version = name
-                .strip_prefix(&format!("{provider}-"))?
-                .strip_suffix(&format!("-{component}.review.json"))?;
-            let v = semver::Version::parse(&format!("{version}.0")).ok()?;
-            Some((v, dir.join(&name)))
-        })
-        .collect();
-    found.sort();
-    let (_, path) = found
-        .pop()
-        .unwrap_or_else(|| panic!("no recorded review of {provider} {component}"));
-    gardenlet_object(
-        path.strip_prefix(root()).unwrap().to_str().unwrap(),
-        namespace,
-    )
-}
-
-/// Every object the webhooks of `provider` mutate, as gardenlet writes them
-/// into `namespace`.
-fn gardenlet_objects(provider: &str, namespace: &str) -> Vec<Value> {
-    let mut objects: Vec<Value> = COMPONENTS
-        .iter()
-        .map(|c| recorded_object(provider, c, namespace))
-        .collect();
-    let mut osc = read_json(&root().join(format!("examples/osc/{provider}-original.json")));
-    osc["metadata"]["namespace"] = json!(namespace);
-    objects.push(osc);
-    for etcd in ["main", "events"] {
-        let mut e = read_json(&root().join(format!("examples/etcd/{provider}-etcd-{etcd}.json")));
-        e["metadata"]["namespace"] = json!(namespace);
-        objects.push(e);
-    }
-    let secret = example_objects(provider)
-        .into_iter()
-        .find(|o| o["kind"] == "Secret" && o["metadata"]["name"] == "cloudprovider")
-        .expect("an example cloudprovider Secret");
-    objects.push(secret);
-    objects
-}
-
-/// The example objects of `provider` (Cluster, Secrets, ConfigMaps,
-/// BackupBucket, ControlPlane).
-fn example_objects(provider: &str) -> Vec<Value> {
-    let dir = root().join("examples/objects").join(provider);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .flat_map(|f| yaml_documents(&std::fs::read_to_string(f).unwrap()))
-        .collect()
-}
 
 /// What `scion mutate` prints for `object` with the example shoot of
 /// `provider`: the object (`-o json`) and whether it patches (`-o patch`).
@@ -283,7 +207,7 @@ async fn check_provider(bed: &Testbed, provider: &str) {
     api.namespace(&reference, &[]).await;
     // the shoot's context, as gardenlet keeps it (no ControlPlane: the
     // controller is not under test here)
-    for object in example_objects(provider) {
+    for object in example_objects(provider, &shoot) {
         if object["kind"] != "ControlPlane" {
             api.apply(&object, "gardenlet")
                 .await
@@ -307,6 +231,13 @@ async fn check_provider(bed: &Testbed, provider: &str) {
             &api.create(&at_reference)
                 .await
                 .unwrap_or_else(|e| panic!("{what}: reference: {e}")),
+        );
+        // the table of the API server's defaults scion check compares
+        // with (gardener::defaults) gives what this API server stored
+        let mismatch = testbed::extension::defaults_mismatch(&expected, &want);
+        assert!(
+            mismatch.is_empty(),
+            "{what}: gardener::defaults::apply of scion mutate's output is not what the API server stored; from the table's answer to the stored object: {mismatch:#?}"
         );
         assert!(
             webhook_called(

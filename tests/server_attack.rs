@@ -626,3 +626,404 @@ async fn a_mutation_that_never_yields_is_still_answered_504_on_time() {
         "{response}"
     );
 }
+
+// Issue 27: the seed webhooks' hostile inputs against the real mutator
+// (`scion serve --provider aws --objects-dir examples/objects`). The bounds
+// are generous seconds; each fails on the code before issue 27, where the
+// first request below kept its worker for minutes.
+
+fn example_mutator() -> Arc<dyn Mutator> {
+    Arc::new(support::mutation::example_mutator("aws"))
+}
+
+fn response_of(body: &[u8]) -> serde_json::Value {
+    let answer: serde_json::Value = serde_json::from_slice(body).unwrap();
+    answer["response"].clone()
+}
+
+/// A mutation that works until the server's deadline tells it to stop.
+struct Spinning;
+
+impl Mutator for Spinning {
+    fn decode(&self, body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+        scion::decode::whole(body)
+    }
+
+    fn mutate<'a>(
+        &'a self,
+        request: &'a AdmissionRequest,
+    ) -> BoxFuture<'a, Result<Verdict, Denial>> {
+        Box::pin(async move {
+            if request.name.starts_with("spin") {
+                let mut ticker = scion::budget::Ticker::new();
+                loop {
+                    if let Err(e) = ticker.tick() {
+                        return Err(Denial::Exhausted(e));
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            Ok(Verdict::Unchanged)
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_deadline_reaches_the_job_and_stops_it() {
+    let server = Target::start(
+        |c| {
+            c.request_timeout = Duration::from_millis(300);
+            c.mutation_workers = 1;
+        },
+        Arc::new(Spinning),
+    )
+    .await;
+    let ca = server.ca_pem();
+    let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (status, _, body) = conn.review(review(V1, "u-spin", "spin")).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["status"]["code"], 504);
+    // The only worker is free again at once: the next request is answered.
+    let (status, _, body) = conn.review(review(V1, "u-next", "x")).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["allowed"], true);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Spins of [`Counting`]'s jobs in this process.
+static SPINS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A mutation that works, counting its steps, until the server's deadline
+/// tells it to stop: if a job went on after its answer, the count would.
+struct Counting;
+
+impl Mutator for Counting {
+    fn decode(&self, body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+        scion::decode::whole(body)
+    }
+
+    fn mutate<'a>(
+        &'a self,
+        _request: &'a AdmissionRequest,
+    ) -> BoxFuture<'a, Result<Verdict, Denial>> {
+        Box::pin(async move {
+            let mut ticker = scion::budget::Ticker::new();
+            loop {
+                if let Err(e) = ticker.tick() {
+                    return Err(Denial::Exhausted(e));
+                }
+                SPINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                std::hint::spin_loop();
+            }
+        })
+    }
+}
+
+/// Issue 27: "a request that timed out does not keep a worker busy". Both
+/// workers run a job that would never end; once the 504 answers are out, no
+/// step is taken any more, and a job whose client went away before its
+/// answer stops at its deadline too. (Before issue 27 a job had no way to
+/// learn that its deadline had passed: these jobs would have spun forever.)
+#[tokio::test]
+async fn no_job_works_on_after_its_answer_or_its_deadline() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let timeout = Duration::from_millis(300);
+    let server = Target::start(
+        |c| {
+            c.request_timeout = timeout;
+            c.mutation_workers = 2;
+        },
+        Arc::new(Counting),
+    )
+    .await;
+    let ca = server.ca_pem();
+    let mut answers = Vec::new();
+    for i in 0..2 {
+        let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
+            .await
+            .unwrap();
+        answers.push(tokio::spawn(async move {
+            conn.review(review(V1, &format!("u-count-{i}"), "count"))
+                .await
+        }));
+    }
+    for answer in answers {
+        let (status, _, body) = answer.await.unwrap().unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(response_of(&body)["status"]["code"], 504);
+    }
+    let at_answers = SPINS.load(Relaxed);
+    assert!(at_answers > 0, "the jobs ran");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        SPINS.load(Relaxed),
+        at_answers,
+        "a job went on after its answer"
+    );
+
+    // A client that sends the request and goes: no answer is ever written,
+    // and the job stops at its deadline all the same.
+    let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
+        .await
+        .unwrap();
+    let gone = tokio::spawn(async move { conn.review(review(V1, "u-gone", "count")).await });
+    let started = Instant::now();
+    while SPINS.load(Relaxed) == at_answers {
+        assert!(started.elapsed() < SLACK, "the job did not start");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    gone.abort();
+    tokio::time::sleep(timeout + Duration::from_millis(300)).await;
+    let after_deadline = SPINS.load(Relaxed);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        SPINS.load(Relaxed),
+        after_deadline,
+        "a job whose client went away went on after its deadline"
+    );
+}
+
+#[tokio::test]
+async fn a_request_answered_504_gives_its_worker_back() {
+    let server = Target::start(
+        |c| {
+            c.request_timeout = Duration::from_millis(200);
+            c.mutation_workers = 1;
+        },
+        example_mutator(),
+    )
+    .await;
+    let ca = server.ca_pem();
+    let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
+        .await
+        .unwrap();
+    // Quadratic before: this one job took minutes of CPU after its answer.
+    // (60,000 sections, 0.7 MB, fit the request's memory share; 100,000 do
+    // not since the unit phases are counted, and are refused at once.)
+    let started = Instant::now();
+    let (status, _, body) = conn
+        .review(support::hostile::many_sections(60_000))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let code = response_of(&body)["status"]["code"].clone();
+    // The work finished in time (a patch) or was stopped (504).
+    assert!(
+        code.is_null() || code == 504,
+        "{}",
+        String::from_utf8_lossy(&body[..body.len().min(300)])
+    );
+    // The only worker is free again: an ordinary review is answered.
+    let mut other = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
+        .await
+        .unwrap();
+    let (status, _, body) = other
+        .review(support::hostile::osc_review(|_| {}))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    // (The debug build may need more than 200 ms for the 84 KB review too.)
+    let response = response_of(&body);
+    assert!(
+        response["allowed"] == true || response["status"]["code"] == 504,
+        "{response}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn what_a_request_would_build_is_refused_beyond_its_memory_share() {
+    let server = Target::start(|_| {}, example_mutator()).await;
+    let ca = server.ca_pem();
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    for body in [
+        support::hostile::tiny_files(850_000),
+        support::hostile::ordinary_files(50_000),
+    ] {
+        let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"h2"]))
+            .await
+            .unwrap();
+        answers.push(tokio::spawn(async move { conn.review(body).await }));
+    }
+    for answer in answers {
+        let (status, _, body) = answer.await.unwrap().unwrap();
+        let text = String::from_utf8_lossy(&body);
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{text}");
+        assert!(
+            text.contains("needs more memory than the request's allowance of 16 MiB"),
+            "{text}"
+        );
+        assert!(body.len() < 1024);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // A 1 MB kubelet configuration fits its share and is answered; a 5 MB
+    // one does not (its codec would hold about 20 MB).
+    let mut conn = connect(server.addrs.https, client_config(&[&ca], &[b"http/1.1"]))
+        .await
+        .unwrap();
+    let (status, _, body) = conn
+        .review(support::hostile::big_kubelet_config(1_000_000))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["allowed"], true);
+    let (status, _, body) = conn
+        .review(support::hostile::big_kubelet_config(5_000_000))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::OK);
+    let response = response_of(&body);
+    assert_eq!(response["status"]["code"], 400, "{response}");
+    assert!(
+        response["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("needs more memory than the request's allowance of 16 MiB"),
+        "{response}"
+    );
+}
+
+#[tokio::test]
+async fn each_path_takes_its_own_kinds_and_a_denial_names_the_object_once() {
+    let server = Target::start(|_| {}, example_mutator()).await;
+    let mut conn = connect(
+        server.addrs.https,
+        client_config(&[&server.ca_pem()], &[b"http/1.1"]),
+    )
+    .await
+    .unwrap();
+    let osc = support::hostile::osc_review(|_| {});
+    let name =
+        "OperatingSystemConfig shoot--dev--aws/gardener-node-agent-worker-general-77ac3-original";
+    for path in ["/cloudprovider", "/seedprovider"] {
+        let (status, _, body) = conn
+            .post(path, Some("application/json"), osc.clone())
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK);
+        let response = response_of(&body);
+        assert_eq!(response["allowed"], false);
+        assert_eq!(response["status"]["code"], 400);
+        assert_eq!(
+            response["status"]["message"],
+            format!(
+                "{name}: unexpected request kind extensions.gardener.cloud/v1alpha1, Kind=OperatingSystemConfig for the webhook at {path}"
+            )
+        );
+    }
+    let (_, _, body) = conn
+        .post("/controlplane", Some("application/json"), osc)
+        .await
+        .unwrap();
+    assert_eq!(response_of(&body)["allowed"], true);
+    let not_a_map = support::hostile::osc_review(|object| {
+        object["spec"]["files"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!(1));
+    });
+    let (_, _, body) = conn.review(not_a_map).await.unwrap();
+    assert_eq!(
+        response_of(&body)["status"]["message"],
+        format!("{name}: field spec.files[16] must be a map")
+    );
+}
+
+/// The log lines of this test binary (every test's), for the canary check.
+fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
+    static LOGS: std::sync::OnceLock<&'static std::sync::Mutex<Vec<u8>>> =
+        std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static std::sync::Mutex<Vec<u8>> = Box::leak(Box::default());
+        #[derive(Clone)]
+        struct Writer(&'static std::sync::Mutex<Vec<u8>>);
+        impl std::io::Write for Writer {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let writer = Writer(logs);
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+        logs
+    })
+}
+
+#[tokio::test]
+async fn no_answer_and_no_log_line_carries_a_value_of_the_secret() {
+    let logs = captured_logs();
+    let server = Target::start(|_| {}, example_mutator()).await;
+    let mut conn = connect(
+        server.addrs.https,
+        client_config(&[&server.ca_pem()], &[b"http/1.1"]),
+    )
+    .await
+    .unwrap();
+    let canary = "canary-5d1e-secret-value";
+    let wi = serde_json::json!({"workloadidentity.security.gardener.cloud/provider": "aws"});
+    let bodies = [
+        support::hostile::secret_review(
+            &[("config", format!("{canary}\n").as_bytes())],
+            wi.clone(),
+        ),
+        support::hostile::secret_review(
+            &[("config", format!("a: [{canary}\n").as_bytes())],
+            wi.clone(),
+        ),
+        support::hostile::secret_review(
+            &[("config", format!("- {canary}\n").as_bytes())],
+            wi.clone(),
+        ),
+        support::hostile::secret_review(
+            &[("config", format!("roleARN: !!int {canary}\n").as_bytes())],
+            wi,
+        ),
+        support::hostile::secret_review(
+            &[("accessKeyID", canary.as_bytes())],
+            serde_json::json!({}),
+        ),
+    ];
+    for body in bodies {
+        let (status, _, answer) = conn
+            .post("/cloudprovider", Some("application/json"), body)
+            .await
+            .unwrap();
+        assert_eq!(status, StatusCode::OK);
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.contains("\"allowed\":false"), "{text}");
+        assert!(!text.contains(canary), "{text}");
+    }
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    assert!(
+        logged.contains("admission request refused"),
+        "the denials were logged"
+    );
+    assert!(
+        !logged.contains(canary),
+        "a log line carries the Secret's value"
+    );
+}

@@ -1,15 +1,24 @@
-//! The API source's Cluster watch against a mock API server: initial list,
-//! watch events, failures and re-lists.
+//! The API source's Cluster watch. On a real kube-apiserver (the test bed
+//! shared by this binary): the paged initial list, watch events (added,
+//! modified, deleted), a malformed Cluster, and a list the server forbids
+//! retried until RBAC allows it. Two need the first watch answered at a
+//! chosen point, which a real API server does not do on demand (a watch
+//! ends after its `timeoutSeconds`, minutes; a 410 Gone needs an etcd
+//! compaction): a client-side layer (`testbed::intercept`) answers that one
+//! watch with what a real server would have sent, and the re-watch or
+//! re-list that follows is the real server's.
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use http::StatusCode;
-use scion::state::{KubeState, StateError, StateSource};
+use futures::future::BoxFuture;
+use scion::state::{KubeState, KubeStateOptions, StateError, StateSource};
 use serde_json::{Value, json};
 use support::state::eventually;
-use support::state::mock_api::{next, respond, state, status_body};
+use support::testbed::intercept::{self, Intercept, pass};
+use support::testbed::shared::{Session, dynamic_api, unique};
 
 fn fixture_cluster() -> Value {
     let path = format!(
@@ -17,14 +26,6 @@ fn fixture_cluster() -> Value {
         env!("CARGO_MANIFEST_DIR")
     );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn cluster(name: &str, version: &str, resource_version: &str) -> Value {
-    let mut c = fixture_cluster();
-    c["metadata"]["name"] = json!(name);
-    c["metadata"]["resourceVersion"] = json!(resource_version);
-    c["spec"]["shoot"]["spec"]["kubernetes"]["version"] = json!(version);
-    c
 }
 
 const CLUSTERS: &str = "/apis/extensions.gardener.cloud/v1alpha1/clusters";
@@ -36,39 +37,49 @@ fn version(state: &KubeState, ns: &str) -> Option<String> {
         .map(|c| c.kubernetes_version().to_string())
 }
 
+/// A Cluster `name` with Kubernetes `version`, to apply.
+fn applied(name: &str, version: &str) -> Value {
+    let mut c = fixture_cluster();
+    c["metadata"] = json!({"name": name});
+    c["spec"]["shoot"]["spec"]["kubernetes"]["version"] = json!(version);
+    c
+}
+
 #[tokio::test]
-async fn initial_list_and_watch_events_update_the_projection() {
-    let (state, mut api) = state(Duration::from_secs(2));
-    let runner = state.spawn();
+async fn a_real_api_servers_clusters_are_listed_in_pages_and_watched() {
+    let session = Session::new("state-kube", &[]).await;
+    let n = unique();
+    let [aws, broken, new] = ["aws", "broken", "new"].map(|s| format!("shoot--st{n}--{s}"));
+    session.apply(&applied(&aws, "1.33.4")).await;
+    let mut malformed = applied(&broken, "1.x");
+    malformed["spec"]["shoot"]["status"]["isHibernated"] = json!("yes");
+    session.apply(&malformed).await;
+
+    // Pages of one: the list needs at least two requests.
+    let options = KubeStateOptions {
+        page_size: 1,
+        ..KubeStateOptions::default()
+    };
+    let state = Arc::new(KubeState::new(session.client.clone(), options));
     assert!(!state.is_synced());
-
-    // Initial list, paged, with one Cluster that cannot be projected.
-    let (request, send) = next(&mut api).await;
-    assert_eq!(request.method(), "GET");
-    assert_eq!(request.uri().path(), CLUSTERS);
-    let query = request.uri().query().unwrap_or_default().to_string();
-    assert!(query.contains("limit=50"), "{query}");
-    assert!(!query.contains("watch=true"), "{query}");
-    let mut broken = cluster("shoot--dev--broken", "1.x", "11");
-    broken["spec"]["shoot"]["status"]["isHibernated"] = json!("yes");
-    let list = json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "ClusterList",
-        "metadata": {"resourceVersion": "100"},
-        "items": [cluster("shoot--dev--aws", "1.33.4", "10"), broken]});
-    respond(send, StatusCode::OK, list.to_string());
-
-    tokio::time::timeout(Duration::from_secs(5), state.wait_synced())
+    // before the first list a Cluster is not known to be missing
+    let err = state.shoot("shoot--dev--aws").unwrap_err();
+    assert_eq!(
+        err,
+        StateError::NotSynced {
+            name: "shoot--dev--aws".into()
+        }
+    );
+    assert!(err.to_string().contains("have not been listed"), "{err}");
+    let runner = state.spawn();
+    tokio::time::timeout(Duration::from_secs(30), state.wait_synced())
         .await
         .expect("synced after the initial list");
-    assert!(state.is_synced());
-    assert_eq!(
-        version(&state, "shoot--dev--aws").as_deref(),
-        Some("1.33.4")
-    );
-    assert_eq!(state.cluster_count(), 2);
-    let err = state.shoot("shoot--dev--broken").unwrap_err();
+    assert_eq!(version(&state, &aws).as_deref(), Some("1.33.4"));
+    let err = state.shoot(&broken).unwrap_err();
     assert!(
         matches!(&err, StateError::ClusterMalformed(e)
-            if e.name == "shoot--dev--broken" && e.field == "spec.shoot.spec.kubernetes.version"),
+            if e.name == broken && e.field == "spec.shoot.spec.kubernetes.version"),
         "{err}"
     );
     assert_eq!(
@@ -78,138 +89,249 @@ async fn initial_list_and_watch_events_update_the_projection() {
         }
     );
 
-    // The watch from the list's resourceVersion: added, modified, deleted.
-    let (request, send) = next(&mut api).await;
-    let query = request.uri().query().unwrap_or_default().to_string();
-    assert_eq!(request.uri().path(), CLUSTERS);
-    assert!(query.contains("watch=true"), "{query}");
-    assert!(query.contains("resourceVersion=100"), "{query}");
-    let events = [
-        json!({"type": "ADDED", "object": cluster("shoot--dev--new", "1.32.1", "101")}),
-        json!({"type": "MODIFIED", "object": cluster("shoot--dev--aws", "1.33.5", "102")}),
-        json!({"type": "DELETED", "object": cluster("shoot--dev--broken", "1.x", "103")}),
-        json!({"type": "BOOKMARK", "object": {"apiVersion": "extensions.gardener.cloud/v1alpha1",
-            "kind": "Cluster", "metadata": {"resourceVersion": "104"}}}),
-    ];
-    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
-    respond(send, StatusCode::OK, body);
-
+    // Watch events: added, modified, deleted.
+    session.apply(&applied(&new, "1.32.1")).await;
+    session.apply(&applied(&aws, "1.33.5")).await;
+    let (api, _) = dynamic_api(&session.admin, &malformed).await;
+    api.delete(&broken, &Default::default()).await.unwrap();
     eventually("watch events applied", || {
-        version(&state, "shoot--dev--new").as_deref() == Some("1.32.1")
-            && version(&state, "shoot--dev--aws").as_deref() == Some("1.33.5")
+        version(&state, &new).as_deref() == Some("1.32.1")
+            && version(&state, &aws).as_deref() == Some("1.33.5")
             && matches!(
-                state.shoot("shoot--dev--broken"),
+                state.shoot(&broken),
                 Err(StateError::ClusterNotFound { .. })
             )
     })
     .await;
-    assert_eq!(state.cluster_count(), 2);
 
-    // The stream ended; the watch resumes from the bookmark.
-    let (request, _held) = next(&mut api).await;
-    let query = request.uri().query().unwrap_or_default().to_string();
+    // What it asked: Clusters only, a list in pages of one, then a watch
+    // from the list's resourceVersion.
+    let calls = session.requests().await;
+    assert!(calls.iter().all(|a| a.path == CLUSTERS), "{calls:#?}");
+    let lists: Vec<_> = calls.iter().filter(|a| a.verb == "list").collect();
+    assert!(lists.len() >= 2, "{calls:#?}");
     assert!(
-        query.contains("watch=true") && query.contains("resourceVersion=104"),
-        "{query}"
+        lists.iter().all(|a| a.query.contains("limit=1")) && lists[1].query.contains("continue="),
+        "{lists:#?}"
     );
+    assert!(
+        calls
+            .iter()
+            .any(|a| a.verb == "watch" && a.query.contains("resourceVersion=")),
+        "{calls:#?}"
+    );
+    assert!(calls.iter().all(|a| a.code == 200), "{calls:#?}");
     runner.abort();
 }
 
 #[tokio::test]
-async fn a_failing_list_is_retried_without_becoming_ready() {
-    let (state, mut api) = state(Duration::from_secs(2));
+async fn a_list_the_server_forbids_is_retried_until_rbac_allows_it() {
+    let admin = Session::new("state-kube-rbac", &[]).await;
+    // an identity in no group: RBAC grants it nothing yet
+    let session = Session::as_member_of(&admin.namespace, &[]).await;
+    let name = format!("shoot--st{}--aws", unique());
+    admin.apply(&applied(&name, "1.33.4")).await;
+
+    let state = Arc::new(KubeState::new(
+        session.client.clone(),
+        KubeStateOptions::default(),
+    ));
     let runner = state.spawn();
-    let (_, send) = next(&mut api).await;
-    respond(
-        send,
-        StatusCode::FORBIDDEN,
-        status_body(
-            403,
-            "Forbidden",
-            "clusters.extensions.gardener.cloud is forbidden",
-        ),
-    );
-    // Backoff, then the list again; this time it works.
-    let (request, send) = next(&mut api).await;
-    assert!(!state.is_synced(), "not ready while the list fails");
-    assert!(
-        !request
-            .uri()
-            .query()
-            .unwrap_or_default()
-            .contains("watch=true")
-    );
-    let list = json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "ClusterList",
-        "metadata": {"resourceVersion": "7"}, "items": []});
-    respond(send, StatusCode::OK, list.to_string());
-    tokio::time::timeout(Duration::from_secs(5), state.wait_synced())
+    support::testbed::eventually(
+        "the server's 403 on the list",
+        Duration::from_secs(30),
+        || async {
+            session
+                .requests()
+                .await
+                .iter()
+                .any(|a| a.path == CLUSTERS && a.verb == "list" && a.code == 403)
+                .then_some(())
+        },
+    )
+    .await;
+    assert!(!state.is_synced(), "not ready while the list is forbidden");
+
+    let role = format!("state-kube-{}", session.user);
+    admin
+        .apply(
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": role},
+            "rules": [{"apiGroups": ["extensions.gardener.cloud"], "resources": ["clusters"],
+                       "verbs": ["list", "watch"]}]}),
+        )
+        .await;
+    admin
+        .apply(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                          "name": session.user}]}))
+        .await;
+    // kube-runtime's backoff: the next retry within seconds
+    tokio::time::timeout(Duration::from_secs(60), state.wait_synced())
         .await
-        .expect("synced after the retry");
+        .expect("synced once RBAC allows the list");
+    assert_eq!(version(&state, &name).as_deref(), Some("1.33.4"));
     runner.abort();
 }
 
+/// The first watch of Clusters answered with events the test sends when
+/// it is ready (a stream that then ends), as a real server would have sent
+/// them; every other request, later watches included, goes to the real
+/// server. Records the query of every watch.
+struct FirstWatch {
+    body: std::sync::Mutex<Option<tokio::sync::oneshot::Receiver<String>>>,
+    queries: std::sync::Mutex<Vec<String>>,
+}
+
+impl FirstWatch {
+    fn new() -> (Arc<FirstWatch>, tokio::sync::oneshot::Sender<String>) {
+        let (send, body) = tokio::sync::oneshot::channel();
+        let watch = FirstWatch {
+            body: std::sync::Mutex::new(Some(body)),
+            queries: Default::default(),
+        };
+        (Arc::new(watch), send)
+    }
+
+    fn queries(&self) -> Vec<String> {
+        self.queries.lock().unwrap().clone()
+    }
+}
+
+impl Intercept for FirstWatch {
+    fn before(
+        &self,
+        _method: &http::Method,
+        path: &str,
+        query: &str,
+    ) -> BoxFuture<'static, Option<http::Response<kube::client::Body>>> {
+        if path != CLUSTERS || !query.contains("watch=true") {
+            return pass();
+        }
+        self.queries.lock().unwrap().push(query.to_owned());
+        let Some(body) = self.body.lock().unwrap().take() else {
+            return pass();
+        };
+        Box::pin(async move {
+            let body = body.await.unwrap_or_default();
+            Some(
+                http::Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(body.into_bytes()))
+                    .unwrap(),
+            )
+        })
+    }
+}
+
+/// The source on the real API server, its first Cluster watch scripted.
+async fn with_first_watch(
+    session: &Session,
+) -> (
+    Arc<KubeState>,
+    Arc<FirstWatch>,
+    tokio::sync::oneshot::Sender<String>,
+) {
+    let (watch, send) = FirstWatch::new();
+    let client = intercept::client(session.client.clone(), watch.clone());
+    let state = Arc::new(KubeState::new(client, KubeStateOptions::default()));
+    (state, watch, send)
+}
+
+fn resource_version(object: &Value) -> String {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .to_owned()
+}
+
+/// A real watch ends after its `timeoutSeconds` (minutes); here the first
+/// one ends at once, after a change and a bookmark at that change's
+/// resourceVersion, and the next watch (on the real server) starts there.
+#[tokio::test]
+async fn a_watch_that_ends_resumes_from_the_last_bookmark() {
+    let session = Session::new("state-kube-bookmark", &[]).await;
+    let name = format!("shoot--st{}--aws", unique());
+    session.apply(&applied(&name, "1.33.4")).await;
+    let (state, watch, send) = with_first_watch(&session).await;
+    let runner = state.spawn();
+    tokio::time::timeout(Duration::from_secs(30), state.wait_synced())
+        .await
+        .expect("synced after the initial list");
+
+    let changed = session.apply(&applied(&name, "1.33.5")).await;
+    let rv = resource_version(&changed);
+    let events = [
+        json!({"type": "MODIFIED", "object": changed}),
+        json!({"type": "BOOKMARK", "object": {"apiVersion": "extensions.gardener.cloud/v1alpha1",
+            "kind": "Cluster", "metadata": {"resourceVersion": rv}}}),
+    ];
+    send.send(events.iter().map(|e| format!("{e}\n")).collect())
+        .unwrap();
+    eventually("watch event applied", || {
+        version(&state, &name).as_deref() == Some("1.33.5")
+    })
+    .await;
+    support::testbed::eventually("the second watch", Duration::from_secs(10), || async {
+        (watch.queries().len() >= 2).then_some(())
+    })
+    .await;
+    let second = &watch.queries()[1];
+    assert!(
+        second.contains(&format!("resourceVersion={rv}")),
+        "{second}"
+    );
+    // and the real server's watch carries on from there
+    session.apply(&applied(&name, "1.33.6")).await;
+    eventually("a later change from the real watch", || {
+        version(&state, &name).as_deref() == Some("1.33.6")
+    })
+    .await;
+    runner.abort();
+}
+
+/// A watch whose resourceVersion expired (410 Gone, after an etcd
+/// compaction, which cannot be had at a chosen point): the first watch
+/// answers so after a Cluster was deleted; the re-list is the real server's.
 #[tokio::test]
 async fn an_expired_watch_relists_and_drops_clusters_deleted_meanwhile() {
-    let (state, mut api) = state(Duration::from_secs(2));
+    let session = Session::new("state-kube-expired", &[]).await;
+    let n = unique();
+    let [one, two] = ["one", "two"].map(|s| format!("shoot--st{n}--{s}"));
+    session.apply(&applied(&one, "1.33.0")).await;
+    let deleted = session.apply(&applied(&two, "1.33.0")).await;
+    let (state, watch, send) = with_first_watch(&session).await;
     let runner = state.spawn();
-    let list = |items: Vec<Value>, rv: &str| {
-        json!({"apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "ClusterList",
-            "metadata": {"resourceVersion": rv}, "items": items})
-        .to_string()
-    };
-    let (_, send) = next(&mut api).await;
-    respond(
-        send,
-        StatusCode::OK,
-        list(
-            vec![
-                cluster("shoot--a--one", "1.33.0", "1"),
-                cluster("shoot--a--two", "1.33.0", "2"),
-            ],
-            "5",
-        ),
-    );
-    tokio::time::timeout(Duration::from_secs(5), state.wait_synced())
+    tokio::time::timeout(Duration::from_secs(30), state.wait_synced())
         .await
-        .unwrap();
-    assert_eq!(state.cluster_count(), 2);
+        .expect("synced after the initial list");
+    assert!(state.shoot(&two).is_ok());
 
-    // The watch's resourceVersion is too old: the server says 410 Gone.
-    let (request, send) = next(&mut api).await;
-    assert!(
-        request
-            .uri()
-            .query()
-            .unwrap_or_default()
-            .contains("watch=true")
-    );
+    // While nobody watches: `two` deleted, `one` changed.
+    let (api, _) = dynamic_api(&session.admin, &deleted).await;
+    api.delete(&two, &Default::default()).await.unwrap();
+    session.apply(&applied(&one, "1.33.1")).await;
     let gone = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
         "status": "Failure", "reason": "Expired", "code": 410,
         "message": "too old resource version: 5 (900)"}});
-    respond(send, StatusCode::OK, format!("{gone}\n"));
+    send.send(format!("{gone}\n")).unwrap();
 
-    // Re-list: `two` was deleted while we were not watching.
-    let (request, send) = next(&mut api).await;
-    assert!(
-        !request
-            .uri()
-            .query()
-            .unwrap_or_default()
-            .contains("watch=true")
-    );
-    respond(
-        send,
-        StatusCode::OK,
-        list(vec![cluster("shoot--a--one", "1.33.1", "901")], "902"),
-    );
     eventually("re-list replaced the projection", || {
-        state.cluster_count() == 1 && version(&state, "shoot--a--one").as_deref() == Some("1.33.1")
+        version(&state, &one).as_deref() == Some("1.33.1")
+            && matches!(state.shoot(&two), Err(StateError::ClusterNotFound { .. }))
     })
     .await;
     assert!(state.is_synced(), "stays ready while re-listing");
-    assert!(matches!(
-        state.shoot("shoot--a--two"),
-        Err(StateError::ClusterNotFound { .. })
-    ));
+    let lists = session
+        .requests()
+        .await
+        .iter()
+        .filter(|a| a.path == CLUSTERS && a.verb == "list")
+        .count();
+    assert_eq!(lists, 2, "the initial list and the re-list");
+    assert!(!watch.queries().is_empty());
     runner.abort();
 }

@@ -38,6 +38,10 @@ pub enum Denial {
     /// The mutation failed, e.g. the Cluster or a Secret is missing (status code 403).
     #[error("{0}")]
     Forbidden(String),
+    /// The request's budget ran out ([`crate::budget`]): its memory
+    /// (status code 400) or its time (504).
+    #[error("{0}")]
+    Exhausted(crate::budget::Exhausted),
 }
 
 impl Denial {
@@ -46,6 +50,8 @@ impl Denial {
         match self {
             Denial::BadObject(_) => 400,
             Denial::Forbidden(_) => 403,
+            Denial::Exhausted(crate::budget::Exhausted::Memory { .. }) => 400,
+            Denial::Exhausted(crate::budget::Exhausted::Time) => 504,
         }
     }
 
@@ -54,6 +60,8 @@ impl Denial {
         match self {
             Denial::BadObject(_) => "BadRequest",
             Denial::Forbidden(_) => "Forbidden",
+            Denial::Exhausted(crate::budget::Exhausted::Memory { .. }) => "BadRequest",
+            Denial::Exhausted(crate::budget::Exhausted::Time) => "Timeout",
         }
     }
 }
@@ -80,8 +88,63 @@ pub trait Mutator: Send + Sync + 'static {
 pub const CONTROLPLANE_PATH: &str = crate::profile::CONTROLPLANE_WEBHOOK.path;
 
 /// Every path the server serves: one per webhook of the table. The webhook
-/// configuration registers the same paths, each for its own kinds; the
-/// mutator dispatches on kind and name whatever the path.
+/// configuration registers the same paths, each for its own kinds, and
+/// each path takes only those ([`accepts`]).
 pub fn webhook_paths() -> impl Iterator<Item = &'static str> {
     crate::profile::WEBHOOKS.iter().map(|w| w.path)
+}
+
+/// Whether the webhook served at `path` takes objects of `kind`: the kinds
+/// of its targets, as Gardener's handler of that webhook knows only its own
+/// types and answers any other with 400 "unexpected request kind" (issue
+/// 27: an OperatingSystemConfig posted to `/cloudprovider` was mutated).
+pub fn accepts(path: &str, kind: &GroupVersionKind) -> bool {
+    crate::profile::TARGETS.iter().any(|t| {
+        t.webhook.path == path
+            && t.group == kind.group
+            && t.version == kind.version
+            && t.kind == kind.kind
+    })
+}
+
+/// Go's `metav1.GroupVersionKind.String()`: `/v1, Kind=Secret`.
+pub fn kind_text(kind: &GroupVersionKind) -> String {
+    format!("{}/{}, Kind={}", kind.group, kind.version, kind.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_path_takes_only_its_own_kinds() {
+        let gvk = |group: &str, version: &str, kind: &str| GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        };
+        let osc = gvk(
+            "extensions.gardener.cloud",
+            "v1alpha1",
+            "OperatingSystemConfig",
+        );
+        let secret = gvk("", "v1", "Secret");
+        let etcd = gvk("druid.gardener.cloud", "v1alpha1", "Etcd");
+        let deployment = gvk("apps", "v1", "Deployment");
+        let controlplane = crate::profile::CONTROLPLANE_WEBHOOK.path;
+        assert!(accepts(controlplane, &osc));
+        assert!(accepts(controlplane, &deployment));
+        assert!(!accepts(controlplane, &secret));
+        for path in webhook_paths() {
+            let own = [&osc, &secret, &etcd, &deployment]
+                .into_iter()
+                .filter(|k| accepts(path, k))
+                .count();
+            assert!(own >= 1, "{path} takes some kind");
+        }
+        assert!(!accepts("/cloudprovider", &osc));
+        assert!(accepts("/cloudprovider", &secret));
+        assert!(accepts("/seedprovider", &etcd));
+        assert_eq!(kind_text(&secret), "/v1, Kind=Secret");
+    }
 }

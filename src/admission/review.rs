@@ -92,6 +92,23 @@ pub struct AdmissionRequest {
     pub version: ReviewVersion,
 }
 
+impl AdmissionRequest {
+    /// `Deployment shoot--a--b/kube-apiserver`: how every answer names the
+    /// object, once, before the reason (a mutator's denial does not).
+    pub fn identity(&self) -> String {
+        let name = if self.name.is_empty() {
+            "(unnamed)"
+        } else {
+            &self.name
+        };
+        if self.namespace.is_empty() {
+            format!("{} {name}", self.kind.kind)
+        } else {
+            format!("{} {}/{name}", self.kind.kind, self.namespace)
+        }
+    }
+}
+
 /// Why a body is not an AdmissionReview scion can answer (HTTP 400).
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -118,6 +135,9 @@ pub enum ReviewError {
         len: usize,
         max: usize,
     },
+    /// The request's budget ran out while it was being decoded.
+    #[error("{0}")]
+    Exhausted(crate::budget::Exhausted),
 }
 
 /// `response.status` for a denied request.

@@ -26,6 +26,14 @@ impl EngineArgs {
     /// The engine over `profile` with these settings and the profile's image
     /// vector (with `IMAGEVECTOR_OVERWRITE` merged).
     pub fn engine(&self, profile: Profile) -> anyhow::Result<Engine> {
+        if let Some(capacity) = self
+            .etcd_storage_capacity
+            .as_deref()
+            .filter(|c| !c.is_empty())
+        {
+            crate::gocompat::kubelet::canonical_quantity(capacity)
+                .map_err(|e| anyhow::anyhow!("--etcd-storage-capacity: {e}"))?;
+        }
         let images = super::provider::images(&profile)?;
         Ok(self.engine_with(profile, &images))
     }

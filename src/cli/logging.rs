@@ -49,10 +49,29 @@ fn parse_filter(value: &str) -> Result<String, String> {
         .map_err(|err| format!("not a log level or filter: {err}"))
 }
 
+/// kube-runtime's watcher warns at every retry of a list the API server
+/// forbids, in Rust debug syntax (`Api(Status { status: Some(Failure) …`);
+/// scion logs each watch's failures itself, once per distinct error and in
+/// plain words (`gardener::api_error::WatchErrors`, the health-check
+/// caches), so the watcher's own lines are kept below `error` unless the
+/// filter names `kube_runtime`.
+const QUIET_WATCHER: &str = "kube_runtime::watcher=error";
+
+/// The filter of `--log-level`, with [`QUIET_WATCHER`] unless it names
+/// `kube_runtime` itself.
+pub fn filter(level: &str) -> anyhow::Result<EnvFilter> {
+    let filter =
+        EnvFilter::try_new(level).map_err(|err| anyhow!("invalid --log-level {level:?}: {err}"))?;
+    Ok(if level.contains("kube_runtime") {
+        filter
+    } else {
+        filter.add_directive(QUIET_WATCHER.parse()?)
+    })
+}
+
 /// Install the global subscriber (logs go to stderr).
 pub fn init(args: &LogArgs) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(&args.log_level)
-        .map_err(|err| anyhow!("invalid --log-level {:?}: {err}", args.log_level))?;
+    let filter = filter(&args.log_level)?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -226,5 +245,19 @@ mod tests {
         assert_eq!(v["msg"], "listening \"x\"");
         assert_eq!(level_name(&Level::TRACE), "debug");
         assert_eq!(level_name(&Level::WARN), "warn");
+    }
+
+    #[test]
+    fn the_watchers_own_retries_stay_quiet_unless_asked_for() {
+        for level in ["info", "debug", "scion=debug,warn"] {
+            let text = filter(level).unwrap().to_string();
+            assert!(
+                text.contains("kube_runtime::watcher=error"),
+                "{level}: {text}"
+            );
+        }
+        let asked = filter("kube_runtime=debug,info").unwrap().to_string();
+        assert!(!asked.contains("kube_runtime::watcher=error"), "{asked}");
+        assert!(filter("scion=loud").is_err());
     }
 }

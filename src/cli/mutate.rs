@@ -63,7 +63,12 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
     let outcome = runtime
         .block_on(mutate_request(&engine, state.as_ref(), &request))
         .map_err(|d| {
-            let mut message = format!("denied ({} {}): {d}", d.code(), d.reason());
+            let mut message = format!(
+                "denied ({} {}): {}: {d}",
+                d.code(),
+                d.reason(),
+                request.identity()
+            );
             if args.objects_dir.is_none() && args.cluster.is_none() {
                 message.push_str(
                     "; no --objects-dir or --cluster was given, so no Cluster, Secret or ConfigMap is known: pass the shoot's state with one of them",
@@ -113,7 +118,9 @@ async fn explain(
     let object = request.object.as_ref().context("request has no object")?;
     let target = dispatch(&request.kind, object)
         .map_err(|_| anyhow::anyhow!("{} is not a target of the webhooks", request.kind.kind))?;
-    let shoot = shoot_of(state, target, &request.namespace).map_err(|d| anyhow::anyhow!("{d}"))?;
+    let shoot = shoot_of(state, target, &request.namespace)
+        .await
+        .map_err(|d| anyhow::anyhow!("{d}"))?;
     let mut objects = fetch(engine, state, target, object, &shoot, &request.namespace)
         .await
         .map_err(|d| anyhow::anyhow!("{d}"))?;

@@ -199,6 +199,9 @@ async fn drive<K>(
                 s.synced = true;
                 s.error = None;
             }),
+            // a (re)list starts: sent before every retry of a list that
+            // keeps failing, so no sign that the watch works again
+            Ok(watcher::Event::Init) => {}
             Ok(_) => {
                 if state.borrow().error.is_some() {
                     state.send_modify(|s| s.error = None);

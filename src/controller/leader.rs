@@ -15,8 +15,10 @@
 //!   `resourceVersion` read, so of two replicas racing for a free Lease one
 //!   gets a conflict;
 //! - a follower tries every retry period; when the API fails (a 500, a
-//!   timeout, a 403) it logs the cause and retries with a backoff doubling up
-//!   to 30 s, forever: it holds nothing, so waiting is safe;
+//!   timeout, a 403) it retries after 2 s, then every 4 s, forever (client-go
+//!   retries every 2–4.4 s): it holds nothing, so retrying is safe, and an
+//!   API server back from an outage is led again within seconds. Each
+//!   distinct error is logged once at `warn`, its repeats at `debug`;
 //! - the leader renews every retry period. A failed renewal is retried until
 //!   the renew deadline after the last success; then the leader stops its
 //!   work, before the Lease (15 s) can run out and another replica take over,
@@ -62,7 +64,10 @@ pub struct LeaseTiming {
     pub renew_deadline: Duration,
     /// How often a follower tries to acquire and a leader renews.
     pub retry_period: Duration,
-    /// The longest wait between attempts after API failures.
+    /// The longest wait between attempts after API failures (4 s: twice
+    /// the retry period, about client-go's jittered retry of 2–4.4 s; a
+    /// longer wait only delays the recovery after an API server outage,
+    /// measured in `docs/reliability.md`).
     pub max_backoff: Duration,
     /// How long the work may take to stop after leadership ended.
     pub stop_timeout: Duration,
@@ -75,7 +80,7 @@ impl Default for LeaseTiming {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
-            max_backoff: Duration::from_secs(30),
+            max_backoff: Duration::from_secs(4),
             stop_timeout: Duration::from_secs(15),
         }
     }
@@ -89,6 +94,38 @@ pub struct LeaderElection {
     /// This replica's `holderIdentity`: the host name and a random suffix.
     pub identity: String,
     pub timing: LeaseTiming,
+    /// What the election is doing, for `/readyz` ([`LeaderStatus::note`]).
+    pub status: LeaderStatus,
+}
+
+/// What this replica's election is doing, in words for the operator:
+/// `/readyz` shows it on its `leader-election` line, so a replica that
+/// cannot reach its Lease (an API server without etcd) says that its
+/// controllers do not run while its webhook goes on answering. Cheap to
+/// clone; every clone shows the same.
+#[derive(Debug, Clone, Default)]
+pub struct LeaderStatus(std::sync::Arc<std::sync::RwLock<Option<String>>>);
+
+impl LeaderStatus {
+    fn set(&self, text: String) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(text);
+    }
+
+    /// The last word, `None` before the first attempt.
+    pub fn note(&self) -> Option<String> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Now, to the second, for [`LeaderStatus`].
+fn now_text() -> String {
+    format!("{:.0}", k8s_openapi::jiff::Timestamp::now())
 }
 
 impl LeaderElection {
@@ -100,6 +137,7 @@ impl LeaderElection {
             namespace: namespace.to_owned(),
             identity: default_identity(),
             timing: LeaseTiming::default(),
+            status: LeaderStatus::default(),
         }
     }
 }
@@ -350,11 +388,15 @@ where
         observed: None,
     };
     let lease = elector.what();
+    let status = &election.status;
     tokio::pin!(shutdown);
     loop {
         // Follower: try until we hold the Lease.
         let mut failures = 0u32;
         let mut waiting_for: Option<String> = None;
+        let mut last_error: Option<String> = None;
+        let mut failing_since: Option<String> = None;
+        let not_leading = "the controllers, the webhook registration and the certificate rotation run on the leader only";
         loop {
             let attempt = tokio::select! {
                 () = &mut shutdown => return Ok(()),
@@ -367,10 +409,16 @@ where
                         tracing::info!(%lease, "the Lease can be read again");
                     }
                     failures = 0;
+                    last_error = None;
+                    failing_since = None;
                     let holder = elector
                         .observed
                         .as_ref()
                         .and_then(|o| o.record.holder_identity.clone());
+                    status.set(format!(
+                        "following: {} holds the Lease; {not_leading}",
+                        holder.as_deref().unwrap_or("another replica")
+                    ));
                     if holder != waiting_for {
                         if let Some(holder) = &holder {
                             tracing::info!(%lease, %holder, "another replica leads; waiting for the Lease");
@@ -382,13 +430,31 @@ where
                 Ok(Err(error)) => {
                     failures += 1;
                     let wait = backoff(&timing, failures);
-                    tracing::warn!(%lease, %error, failures, retry_in = %crate::gardener::duration::text(wait), "cannot acquire the leader-election Lease; retrying");
+                    let error = error.to_string();
+                    let since = failing_since.get_or_insert_with(now_text);
+                    status.set(format!("not leading: the Lease cannot be read or written since {since} ({error}); {not_leading}"));
+                    if last_error.as_ref() == Some(&error) {
+                        tracing::debug!(%lease, %error, failures, retry_in = %crate::gardener::duration::text(wait), "cannot acquire the leader-election Lease; retrying");
+                    } else {
+                        tracing::warn!(%lease, %error, failures, retry_in = %crate::gardener::duration::text(wait), "cannot acquire the leader-election Lease; retrying (repeats of this error are logged at debug level)");
+                        last_error = Some(error);
+                    }
                     wait
                 }
                 Err(_elapsed) => {
                     failures += 1;
                     let wait = backoff(&timing, failures);
-                    tracing::warn!(%lease, failures, timeout = %crate::gardener::duration::text(timing.renew_deadline), retry_in = %crate::gardener::duration::text(wait), "the leader-election Lease did not answer in time; retrying");
+                    let error = "no answer in time".to_owned();
+                    let since = failing_since.get_or_insert_with(now_text);
+                    status.set(format!(
+                        "not leading: the Lease gets no answer in time since {since}; {not_leading}"
+                    ));
+                    if last_error.as_ref() == Some(&error) {
+                        tracing::debug!(%lease, failures, timeout = %crate::gardener::duration::text(timing.renew_deadline), retry_in = %crate::gardener::duration::text(wait), "the leader-election Lease did not answer in time; retrying");
+                    } else {
+                        tracing::warn!(%lease, failures, timeout = %crate::gardener::duration::text(timing.renew_deadline), retry_in = %crate::gardener::duration::text(wait), "the leader-election Lease did not answer in time; retrying (repeats are logged at debug level)");
+                        last_error = Some(error);
+                    }
                     wait
                 }
             };
@@ -398,6 +464,7 @@ where
             }
         }
         tracing::info!(%lease, identity = %election.identity, "acquired leadership");
+        status.set(format!("leading since {}", now_text()));
         let (stop, stopped) = oneshot::channel::<()>();
         let mut task = tokio::spawn(work(Box::pin(async move {
             let _ = stopped.await;
@@ -415,6 +482,7 @@ where
                 Ok(Ok(true)) => {
                     if last_error.take().is_some() {
                         tracing::info!(%lease, "the leader-election Lease is renewed again");
+                        status.set(format!("leading; renewed again at {}", now_text()));
                     }
                     renewed = Instant::now();
                 }
@@ -422,6 +490,7 @@ where
                 Ok(Err(error)) => {
                     let error = error.to_string();
                     tracing::warn!(%lease, %error, "cannot renew the leader-election Lease; retrying until the renew deadline");
+                    status.set(format!("leading, but the Lease cannot be renewed since {} ({error}); the leader work stops at the renew deadline", now_text()));
                     last_error = Some(error);
                     if Instant::now() + timing.retry_period >= deadline {
                         break Ending::Lost(format!(
@@ -480,6 +549,10 @@ where
                     )));
                 }
                 tracing::warn!(%lease, %reason, "lost leadership; the leader work stopped; following again");
+                status.set(format!(
+                    "lost leadership at {} ({reason}); the leader work stopped",
+                    now_text()
+                ));
             }
         }
     }
@@ -625,7 +698,13 @@ mod tests {
     fn backoff_doubles_from_the_retry_period_up_to_the_cap() {
         let t = LeaseTiming::default();
         let waits: Vec<u64> = (1..=6).map(|n| backoff(&t, n).as_secs()).collect();
+        assert_eq!(waits, [2, 4, 4, 4, 4, 4]);
+        assert_eq!(backoff(&t, 1000).as_secs(), 4);
+        let long = LeaseTiming {
+            max_backoff: Duration::from_secs(30),
+            ..t
+        };
+        let waits: Vec<u64> = (1..=6).map(|n| backoff(&long, n).as_secs()).collect();
         assert_eq!(waits, [2, 4, 8, 16, 30, 30]);
-        assert_eq!(backoff(&t, 1000).as_secs(), 30);
     }
 }

@@ -23,7 +23,8 @@ pub use controlplane::ControlPlaneActuator;
 pub use extension::operation::{OPERATION_ANNOTATION, OperationType, trigger_hash};
 pub use extension::{Actuator, Extension, Outcome, Reconciler, error_policy, reconcile};
 pub use leader::{
-    LeaderElection, LeaseTiming, StopSignal, run_while_leading, run_with_leader_election,
+    LeaderElection, LeaderStatus, LeaseTiming, StopSignal, run_while_leading,
+    run_with_leader_election,
 };
 
 use crate::gardener::ControlPlane;

@@ -92,17 +92,47 @@ fn decode(body: &[u8], reach: &ObjectReach) -> Result<AdmissionRequest, ReviewEr
     // reach by a kind that a later one overrides, included) takes the checked
     // path below, which parses with serde_json and names what is wrong.
     let mut de = json::Deserializer::new(text);
-    if let Ok(review) = ReviewSeed(reach).deserialize(&mut de)
-        && de.end().is_ok()
-        && let Some(version) = review.api_version.as_deref().and_then(ReviewVersion::of)
-        && review.kind.as_deref() == Some("AdmissionReview")
-        && let Some(mut request) = review.request
-        && !request.uid.is_empty()
-    {
-        request.version = version;
-        return Ok(request);
+    let fast = ReviewSeed(reach)
+        .deserialize(&mut de)
+        .and_then(|review| de.end().map(|()| review));
+    match fast {
+        Ok(review) => {
+            if let Some(version) = review.api_version.as_deref().and_then(ReviewVersion::of)
+                && review.kind.as_deref() == Some("AdmissionReview")
+                && let Some(mut request) = review.request
+                && !request.uid.is_empty()
+            {
+                request.version = version;
+                return Ok(request);
+            }
+        }
+        // The budget stopped it: the plain path would build more, not less.
+        Err(e) if e.budget().is_some() => {
+            return Err(ReviewError::Exhausted(e.budget().expect("checked")));
+        }
+        Err(_) => {}
     }
+    crate::budget::check().map_err(ReviewError::Exhausted)?;
+    crate::budget::charge(whole_cost(text)).map_err(ReviewError::Exhausted)?;
     checked(text, reach)
+}
+
+/// What parsing `text` whole into a `serde_json::Value` may build, at most:
+/// a map per `{`, an element or entry per `,` and `[`, and the text itself.
+/// The plain path parses the whole body, the skipped parts included, so it
+/// is charged before it starts (a fast count over the bytes; only unusual
+/// bodies take that path).
+fn whole_cost(text: &str) -> usize {
+    use crate::budget::cost;
+    let (mut maps, mut items) = (0usize, 0usize);
+    for &b in text.as_bytes() {
+        match b {
+            b'{' => maps += 1,
+            b',' | b'[' => items += 1,
+            _ => {}
+        }
+    }
+    maps * cost::MAP + items * cost::ENTRY.max(cost::ELEMENT) + text.len()
 }
 
 /// The plain path: serde_json, whole (a duplicate key: the last one wins),

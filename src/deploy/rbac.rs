@@ -135,6 +135,13 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
+        site: "state: live LIST of one Cluster by name (fieldSelector) for a webhook request the reflector has not delivered yet",
+        resources: &[gr(EXTENSIONS, "clusters")],
+        verbs: &[Verb::List],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
         site: "state: live GET of Secrets and ConfigMaps in shoot namespaces (never cached)",
         resources: &[gr("", "configmaps"), gr("", "secrets")],
         verbs: &[Verb::Get],

@@ -115,9 +115,17 @@ impl WatchErrors {
         }
     }
 
-    /// Observe one item of a watch stream.
-    pub fn observe<T>(&mut self, item: &Result<T, kube::runtime::watcher::Error>) {
+    /// Observe one item of a watcher stream. `Event::Init` is no recovery:
+    /// kube-runtime's watcher sends it when a (re)list *starts*, before
+    /// every retry of a list that keeps failing, so taking it for one
+    /// logged the same error again at every retry, each followed by a
+    /// "recovered" (seen on a real API server with a forbidden list).
+    pub fn observe<K>(
+        &mut self,
+        item: &Result<kube::runtime::watcher::Event<K>, kube::runtime::watcher::Error>,
+    ) {
         match item {
+            Ok(kube::runtime::watcher::Event::Init) => {}
             Ok(_) => self.ok(),
             Err(e) => {
                 self.failed(describe_watch(e));
@@ -160,9 +168,19 @@ mod tests {
         assert!(log.failed("watch: other".into()), "another error is");
         log.ok();
         assert!(
-            log.failed(text),
+            log.failed(text.clone()),
             "after a recovery, the error is news again"
         );
+        // a list that keeps failing: the watcher's Init before each retry
+        // is no recovery
+        let init: Result<kube::runtime::watcher::Event<()>, _> =
+            Ok(kube::runtime::watcher::Event::Init);
+        for _ in 0..3 {
+            log.observe(&init);
+            assert!(!log.failed(text.clone()), "a retry is no news");
+        }
+        log.observe(&Ok(kube::runtime::watcher::Event::<()>::InitDone));
+        assert!(log.failed(text), "a completed list is a recovery");
     }
 
     #[test]

@@ -16,8 +16,9 @@ pub fn decode(encoding: &str, data: &str) -> Result<Vec<u8>, CodecError> {
         "" => Ok(data.as_bytes().to_vec()),
         "b64" => decode_b64(data),
         other => Err(CodecError(format!(
-            "could not parse file codec ID '{other}': invalid file codec id {}",
-            super::quote::go_quote(other)
+            "could not parse file codec ID '{}': invalid file codec id {}",
+            super::quote::cut(other),
+            super::quote::excerpt(other)
         ))),
     }
 }
@@ -48,7 +49,7 @@ pub fn encode(encoding: &str, bytes: &[u8]) -> Result<String, CodecError> {
         "b64" => Ok(base64::engine::general_purpose::STANDARD.encode(bytes)),
         other => Err(CodecError(format!(
             "invalid file codec id {}",
-            super::quote::go_quote(other)
+            super::quote::excerpt(other)
         ))),
     }
 }
@@ -66,5 +67,8 @@ mod tests {
         assert!(decode("b64", "YWI").is_err());
         let err = decode("gzip", "x").unwrap_err().0;
         assert!(err.contains("invalid file codec id \"gzip\""), "{err}");
+        // Issue 27, item 4: a 5 MB encoding made a 10.5 MB message.
+        let err = decode(&"g".repeat(5_000_000), "x").unwrap_err().0;
+        assert!(err.len() < 300, "{}", err.len());
     }
 }

@@ -38,37 +38,66 @@ fn err<T>(message: String) -> Result<T, ConfigError> {
     Err(ConfigError(message))
 }
 
+/// Why [`decode`] stopped: the configuration is not one Go decodes, or the
+/// request's budget ran out while reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    Config(ConfigError),
+    Exhausted(crate::budget::Exhausted),
+}
+
+impl From<ConfigError> for DecodeError {
+    fn from(e: ConfigError) -> Self {
+        DecodeError::Config(e)
+    }
+}
+
 /// Decode the file's YAML into the struct's JSON form (what `json.Marshal`
 /// of the decoded struct gives), for a library of minor `library`.
 /// gardenlet's block YAML is read by [`super::block`]; anything that reader
-/// is not sure of by the general YAML parser.
-pub fn decode(text: &str, library: u32) -> Result<Map<String, Value>, ConfigError> {
+/// is not sure of by yaml.v2's reading ([`super::yamltojson`]).
+pub fn decode(text: &str, library: u32) -> Result<Map<String, Value>, DecodeError> {
     let value = match super::block::read(text) {
         Some(value) => value,
-        None => serde_saphyr::from_str(text).map_err(|e| {
-            ConfigError(format!(
+        None => super::yamltojson::to_json(text, false).map_err(|e| match e {
+            super::yamltojson::YamlError::Exhausted(e) => DecodeError::Exhausted(e),
+            e => DecodeError::Config(ConfigError(format!(
                 "could not decode kubelet configuration from YAML: {e}"
-            ))
+            ))),
         })?,
     };
     let Value::Object(map) = value else {
-        return err(format!(
+        return Err(ConfigError(format!(
             "could not decode kubelet configuration from YAML: not a map but {}",
             kind_of(&value)
-        ));
+        ))
+        .into());
     };
     for (key, want) in [("apiVersion", API_VERSION), ("kind", KIND)] {
         match map.get(key) {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) if s == want => {}
             Some(other) => {
-                return err(format!(
-                    "could not decode kubelet configuration from YAML: {key} {other} is not {want:?}"
-                ));
+                return Err(ConfigError(format!(
+                    "could not decode kubelet configuration from YAML: {key} {} is not {want:?}",
+                    excerpt_of(other)
+                ))
+                .into());
             }
         }
     }
-    normalize(&Value::Object(map), library)
+    Ok(normalize(&Value::Object(map), library)?)
+}
+
+/// A value of the input for a message: at most an excerpt of it.
+fn excerpt_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => super::quote::excerpt(s),
+        other => {
+            let text = other.to_string();
+            super::quote::cut(&text).into_owned()
+        }
+    }
 }
 
 /// `json.Marshal(json.Unmarshal(object))` over [`SCHEMA`]: apiVersion and
@@ -138,8 +167,9 @@ impl std::fmt::Display for At<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             At::Root => Ok(()),
-            At::Key(At::Root, key) => f.write_str(key),
-            At::Key(parent, key) => write!(f, "{parent}.{key}"),
+            // Map keys come from the input: at most an excerpt of each.
+            At::Key(At::Root, key) => f.write_str(&super::quote::cut(key)),
+            At::Key(parent, key) => write!(f, "{parent}.{}", super::quote::cut(key)),
             At::Index(parent, i) => write!(f, "{parent}[{i}]"),
         }
     }
@@ -355,9 +385,12 @@ fn decode_value(v: &Value, ty: &Ty, library: u32, path: &At<'_>) -> Result<Value
                 .map_err(|e| ConfigError(format!("field {path}: {e}")))
         }
         Ty::Time => match v {
-            Value::String(s) => rfc3339_utc(s)
-                .map(Value::String)
-                .ok_or_else(|| ConfigError(format!("field {path}: {s:?} is not an RFC 3339 time"))),
+            Value::String(s) => rfc3339_utc(s).map(Value::String).ok_or_else(|| {
+                ConfigError(format!(
+                    "field {path}: {} is not an RFC 3339 time",
+                    super::quote::excerpt(s)
+                ))
+            }),
             _ => mismatch(path, v, "metav1.Time"),
         },
         Ty::Map(inner) => {
@@ -445,7 +478,7 @@ const HOUR: u64 = 60 * MINUTE;
 
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
-    let invalid = || format!("time: invalid duration {}", super::quote::go_quote(text));
+    let invalid = || format!("time: invalid duration {}", super::quote::excerpt(text));
     let mut s = text.as_bytes();
     let mut negative = false;
     if let Some((&c, rest)) = s.split_first()
@@ -517,7 +550,7 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         if unit_len == 0 {
             return Err(format!(
                 "time: missing unit in duration {}",
-                super::quote::go_quote(text)
+                super::quote::excerpt(text)
             ));
         }
         let unit_text = String::from_utf8_lossy(&s[..unit_len]).into_owned();
@@ -532,8 +565,8 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
             _ => {
                 return Err(format!(
                     "time: unknown unit {} in duration {}",
-                    super::quote::go_quote(&unit_text),
-                    super::quote::go_quote(text)
+                    super::quote::excerpt(&unit_text),
+                    super::quote::excerpt(text)
                 ));
             }
         };
@@ -620,7 +653,8 @@ fn fmt_frac(mut v: u64, prec: u32) -> (String, u64) {
 pub fn canonical_quantity(text: &str) -> Result<String, String> {
     let bad = || {
         format!(
-            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text:?}"
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {}",
+            super::quote::excerpt(text)
         )
     };
     let (negative, body) = match text.as_bytes().first() {
@@ -869,7 +903,10 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_field() {
-        let e = |t: &str| decode(t, NEWEST_LIBRARY).unwrap_err().0;
+        let e = |t: &str| match decode(t, NEWEST_LIBRARY).unwrap_err() {
+            DecodeError::Config(e) => e.0,
+            DecodeError::Exhausted(e) => panic!("{e}"),
+        };
         assert_eq!(
             e("maxPods: lots\n"),
             "field maxPods: cannot unmarshal string into Go value of type int32"

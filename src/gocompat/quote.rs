@@ -76,6 +76,39 @@ pub fn go_quote(s: &str) -> String {
     out
 }
 
+/// At most this many bytes of an input are quoted in a message.
+pub const EXCERPT_BYTES: usize = 64;
+
+/// An input quoted for a message: Go's `%q` of `s`, or of its first
+/// [`EXCERPT_BYTES`] (cut at a character boundary) followed by `...` and the
+/// length, so a message stays short whatever it quotes (issue 27: a 5 MB
+/// value made a 5 MB denial). Never for a Secret's value: those are not
+/// quoted at all.
+pub fn excerpt(s: &str) -> String {
+    if s.len() <= EXCERPT_BYTES {
+        return go_quote(s);
+    }
+    let mut cut = EXCERPT_BYTES;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes)", go_quote(&s[..cut]), s.len())
+}
+
+/// An input cut for a message, unquoted: `s`, or its first
+/// [`EXCERPT_BYTES`] followed by `...` and the length (for messages that
+/// Go words with the raw text, such as yaml.v2's "cannot decode").
+pub fn cut(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() <= EXCERPT_BYTES {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut at = EXCERPT_BYTES;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}... ({} bytes)", &s[..at], s.len()))
+}
+
 /// A string as Go's `json.Marshal` writes it (HTML escaping on), quotes included.
 pub fn json_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -115,7 +148,16 @@ fn is_go_printable(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{go_quote, json_quote};
+    use super::{EXCERPT_BYTES, excerpt, go_quote, json_quote};
+
+    #[test]
+    fn excerpts_are_short_whatever_they_quote() {
+        assert_eq!(excerpt("gzip"), "\"gzip\"");
+        let long = "é".repeat(3_000_000);
+        let quoted = excerpt(&long);
+        assert!(quoted.len() < 2 * EXCERPT_BYTES, "{quoted}");
+        assert!(quoted.ends_with("... (6000000 bytes)"), "{quoted}");
+    }
 
     #[test]
     fn quotes_like_strconv() {

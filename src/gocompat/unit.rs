@@ -12,36 +12,75 @@
 //! The serializer groups options by section in the order sections first
 //! appear, one blank line between sections and one newline at the end: the
 //! first pass over gardenlet's unit therefore always changes its bytes.
+//!
+//! Both are linear in the unit's size, whatever it holds (issue 27): the
+//! serializer finds an option's section through an index instead of a scan
+//! of the sections so far (200,000 sections took minutes), the lexer looks
+//! for the next line break once per line instead of over 2,048 bytes at
+//! every step (a long line before the first section was lexed 15 times
+//! slower than short ones), and options borrow their text from the unit
+//! (three strings per option were twelve times the unit's size; now 56
+//! bytes an option). What the options and the serializer's index take is
+//! charged to the request's budget ([`crate::budget`]).
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
-/// One `Name=Value` of a section.
+use crate::budget::{Exhausted, Ticker};
+
+/// One `Name=Value` of a section, borrowed from the unit text (the value
+/// where it can: a value that continues past a blank line is rebuilt).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnitOption {
-    pub section: String,
-    pub name: String,
-    pub value: String,
+pub struct UnitOption<'a> {
+    pub section: &'a str,
+    pub name: &'a str,
+    pub value: Cow<'a, str>,
 }
 
-impl UnitOption {
-    pub fn new(section: &str, name: &str, value: &str) -> Self {
+impl<'a> UnitOption<'a> {
+    pub fn new(section: &'a str, name: &'a str, value: &'a str) -> Self {
         UnitOption {
-            section: section.to_string(),
-            name: name.to_string(),
-            value: value.to_string(),
+            section,
+            name,
+            value: Cow::Borrowed(value),
         }
     }
 }
 
-/// Why a unit cannot be parsed (go-systemd's messages).
+/// Why a unit cannot be parsed (go-systemd's messages), or why parsing
+/// stopped (the request's budget).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnitError(pub String);
+pub enum UnitError {
+    Syntax(String),
+    Exhausted(Exhausted),
+}
 
 impl fmt::Display for UnitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            UnitError::Syntax(message) => f.write_str(message),
+            UnitError::Exhausted(e) => e.fmt(f),
+        }
     }
 }
+
+impl From<Exhausted> for UnitError {
+    fn from(e: Exhausted) -> Self {
+        UnitError::Exhausted(e)
+    }
+}
+
+fn syntax<T>(message: impl Into<String>) -> Result<T, UnitError> {
+    Err(UnitError::Syntax(message.into()))
+}
+
+/// What one option costs besides the unit's text: the option (two slices
+/// and a value), twice for the vector's doubling, and the serializer's two
+/// indices of it.
+const OPTION_BYTES: usize = 2 * std::mem::size_of::<UnitOption<'static>>() + 8;
+/// What one section header costs the serializer: its index entry and name.
+const SECTION_BYTES: usize = 48;
 
 /// systemd's `LINE_MAX`, the limit go-systemd checks.
 const LINE_MAX: usize = 2048;
@@ -60,6 +99,10 @@ struct Buffered<'a> {
     eof: bool,
     /// The size of the last rune read, for `UnreadRune`.
     last_rune: Option<usize>,
+    /// The first `\r` or `\n` at or after some position not after `r`
+    /// (the input's length if none): the line check's answer until `r`
+    /// passes it.
+    line_break: usize,
 }
 
 impl<'a> Buffered<'a> {
@@ -70,11 +113,27 @@ impl<'a> Buffered<'a> {
             w: 0,
             eof: false,
             last_rune: None,
+            line_break: 0,
         }
     }
 
     fn buffered(&self) -> usize {
         self.w - self.r
+    }
+
+    /// go-systemd's check before each lexing step: the buffer holds at least
+    /// `LINE_MAX` bytes and none of the first `LINE_MAX` is a line break.
+    fn line_too_long(&mut self) -> bool {
+        if self.buffered() < LINE_MAX {
+            return false;
+        }
+        if self.r > self.line_break {
+            self.line_break = self.input[self.r..]
+                .iter()
+                .position(|&b| b == b'\r' || b == b'\n')
+                .map_or(self.input.len(), |i| self.r + i);
+        }
+        self.line_break >= self.r + LINE_MAX
     }
 
     /// `bufio.Reader.fill`: slide the window, then read once as much as fits
@@ -116,9 +175,9 @@ impl<'a> Buffered<'a> {
         }
     }
 
-    /// `ReadBytes(delim)`: the bytes up to and including `delim`, and whether
-    /// the input ended before it.
-    fn read_bytes(&mut self, delim: u8) -> (&'a [u8], bool) {
+    /// `ReadBytes(delim)`: where the bytes up to and including `delim` start
+    /// and end, and whether the input ended before it.
+    fn read_bytes(&mut self, delim: u8) -> (usize, usize, bool) {
         let start = self.r;
         let mut searched = 0;
         loop {
@@ -128,12 +187,12 @@ impl<'a> Buffered<'a> {
             {
                 self.r += searched + i + 1;
                 self.last_rune = None;
-                return (&self.input[start..self.r], false);
+                return (start, self.r, false);
             }
             if self.eof {
                 self.r = self.w;
                 self.last_rune = None;
-                return (&self.input[start..self.r], true);
+                return (start, self.r, true);
             }
             if self.buffered() >= BUFFER {
                 // ErrBufferFull: the fragment is kept and the search goes on
@@ -146,11 +205,6 @@ impl<'a> Buffered<'a> {
             searched = self.w - self.r;
             self.fill();
         }
-    }
-
-    /// `Peek(n)` when at least `n` bytes are buffered.
-    fn peek(&self, n: usize) -> &'a [u8] {
-        &self.input[self.r..self.r + n]
     }
 }
 
@@ -191,195 +245,259 @@ fn is_comment(c: char) -> bool {
     c == '#' || c == ';'
 }
 
-/// `bytes.TrimSpace`.
-fn trim_space(b: &[u8]) -> &[u8] {
-    match std::str::from_utf8(b) {
-        Ok(s) => s.trim().as_bytes(),
-        Err(_) => b.trim_ascii(),
-    }
+/// `bytes.TrimSpace` of a line of the unit: its text between two positions
+/// the lexer stopped at, which are never inside a character.
+fn trim_space(text: &str, start: usize, end: usize) -> &str {
+    text[start..end].trim()
 }
 
-enum Step {
+enum Step<'a> {
     NextSection,
     SectionName,
-    SectionSuffix(String),
-    IgnoreLine(Box<Step>),
-    NextSectionOrOption(String),
-    OptionName(String),
+    SectionSuffix(&'a str),
+    IgnoreLine(Box<Step<'a>>),
+    NextSectionOrOption(&'a str),
+    OptionName(&'a str),
+    /// The value read so far is `text[start..end]` (go-systemd's `partial`:
+    /// a value's lines are always contiguous in the unit).
     OptionValue {
-        section: String,
-        name: String,
-        partial: Vec<u8>,
+        section: &'a str,
+        name: &'a str,
+        start: usize,
+        end: usize,
     },
 }
 
 /// go-systemd's `unit.Deserialize`: the options of a unit, in order.
-pub fn deserialize(text: &str) -> Result<Vec<UnitOption>, UnitError> {
+pub fn deserialize(text: &str) -> Result<Vec<UnitOption<'_>>, UnitError> {
     let mut buf = Buffered::new(text);
-    let mut options = Vec::new();
+    let mut lexer = Lexer {
+        text,
+        options: Vec::new(),
+        ticker: Ticker::new(),
+    };
     let mut step = Some(Step::NextSection);
     while let Some(current) = step {
-        if buf.buffered() >= LINE_MAX
-            && !buf.peek(LINE_MAX).iter().any(|&b| b == b'\r' || b == b'\n')
-        {
-            return Err(UnitError(format!("line too long (max {LINE_MAX} bytes)")));
+        if buf.line_too_long() {
+            return syntax(format!("line too long (max {LINE_MAX} bytes)"));
         }
-        step = lex(&mut buf, current, &mut options)?;
+        lexer.ticker.tick()?;
+        step = lexer.lex(&mut buf, current)?;
     }
-    Ok(options)
+    lexer.ticker.flush()?;
+    Ok(lexer.options)
 }
 
-/// `toEOL`: the rest of the line without its `\n` (or a last `\r` at the
-/// end of the input), and whether the input ended.
-fn to_eol<'a>(buf: &mut Buffered<'a>) -> (&'a [u8], bool) {
-    let (mut line, eof) = buf.read_bytes(b'\n');
-    if let Some(stripped) = line.strip_suffix(b"\r") {
-        line = stripped;
-    }
-    if let Some(stripped) = line.strip_suffix(b"\n") {
-        line = stripped;
-    }
-    (line, eof)
+struct Lexer<'a> {
+    text: &'a str,
+    options: Vec<UnitOption<'a>>,
+    ticker: Ticker,
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// `toEOL`: where the rest of the line starts and ends without its `\n`
+/// (or a last `\r` at the end of the input), and whether the input ended.
+fn to_eol(buf: &mut Buffered<'_>) -> (usize, usize, bool) {
+    let (start, mut end, eof) = buf.read_bytes(b'\n');
+    if buf.input[start..end].ends_with(b"\r") {
+        end -= 1;
+    }
+    if buf.input[start..end].ends_with(b"\n") {
+        end -= 1;
+    }
+    (start, end, eof)
 }
 
-fn lex(
-    buf: &mut Buffered<'_>,
-    step: Step,
-    options: &mut Vec<UnitOption>,
-) -> Result<Option<Step>, UnitError> {
-    Ok(match step {
-        Step::NextSection => match buf.read_rune() {
-            None => None,
-            Some('[') => Some(Step::SectionName),
-            Some(c) if is_comment(c) => Some(Step::IgnoreLine(Box::new(Step::NextSection))),
-            Some(_) => Some(Step::NextSection),
-        },
-        Step::SectionName => {
-            let (bytes, eof) = buf.read_bytes(b']');
-            if eof {
-                return Err(UnitError("unable to find end of section".into()));
-            }
-            Some(Step::SectionSuffix(text(&bytes[..bytes.len() - 1])))
-        }
-        Step::SectionSuffix(section) => {
-            let (garbage, _) = to_eol(buf);
-            let garbage = trim_space(garbage);
-            if !garbage.is_empty() {
-                // go-systemd names l.section, which it never sets.
-                return Err(UnitError(format!(
-                    "found garbage after section name : {}",
-                    go_quote_bytes(garbage)
-                )));
-            }
-            Some(Step::NextSectionOrOption(section))
-        }
-        Step::IgnoreLine(next) => {
-            loop {
-                let (line, eof) = to_eol(buf);
-                let line = line.strip_suffix(b" ").unwrap_or(line);
-                if !line.ends_with(b"\\") || eof {
-                    break;
+impl<'a> Lexer<'a> {
+    /// The unit's text between two positions the lexer stopped at, which
+    /// are never inside a character (they follow or precede ASCII).
+    fn slice(&self, start: usize, end: usize) -> &'a str {
+        &self.text[start..end]
+    }
+
+    fn lex(
+        &mut self,
+        buf: &mut Buffered<'a>,
+        step: Step<'a>,
+    ) -> Result<Option<Step<'a>>, UnitError> {
+        Ok(match step {
+            Step::NextSection => match buf.read_rune() {
+                None => None,
+                Some('[') => Some(Step::SectionName),
+                Some(c) if is_comment(c) => Some(Step::IgnoreLine(Box::new(Step::NextSection))),
+                Some(_) => Some(Step::NextSection),
+            },
+            Step::SectionName => {
+                self.ticker.step(SECTION_BYTES)?;
+                let (start, end, eof) = buf.read_bytes(b']');
+                if eof {
+                    return syntax("unable to find end of section");
                 }
+                Some(Step::SectionSuffix(self.slice(start, end - 1)))
             }
-            Some(*next)
-        }
-        Step::NextSectionOrOption(section) => match buf.read_rune() {
-            None => None,
-            Some(c) if is_space(c) => Some(Step::NextSectionOrOption(section)),
-            Some('[') => Some(Step::SectionName),
-            Some(c) if is_comment(c) => Some(Step::IgnoreLine(Box::new(
-                Step::NextSectionOrOption(section),
-            ))),
-            Some(_) => {
-                buf.unread_rune();
-                Some(Step::OptionName(section))
+            Step::SectionSuffix(section) => {
+                let (start, end, _) = to_eol(buf);
+                let garbage = trim_space(self.text, start, end);
+                if !garbage.is_empty() {
+                    // go-systemd names l.section, which it never sets.
+                    return syntax(format!(
+                        "found garbage after section name : {}",
+                        go_quote_bytes(garbage.as_bytes())
+                    ));
+                }
+                Some(Step::NextSectionOrOption(section))
             }
-        },
-        Step::OptionName(section) => {
-            let mut partial = String::new();
-            loop {
-                match buf.read_rune() {
-                    None => return Err(UnitError("EOF".into())),
-                    Some('\n' | '\r') => {
-                        return Err(UnitError(
-                            "unexpected newline encountered while parsing option name".into(),
-                        ));
+            Step::IgnoreLine(next) => {
+                loop {
+                    let (start, end, eof) = to_eol(buf);
+                    let line = &buf.input[start..end];
+                    let line = line.strip_suffix(b" ").unwrap_or(line);
+                    if !line.ends_with(b"\\") || eof {
+                        break;
                     }
-                    Some('=') => break,
-                    Some(c) => partial.push(c),
+                    self.ticker.tick()?;
                 }
+                Some(*next)
             }
-            Some(Step::OptionValue {
+            Step::NextSectionOrOption(section) => match buf.read_rune() {
+                None => None,
+                Some(c) if is_space(c) => Some(Step::NextSectionOrOption(section)),
+                Some('[') => Some(Step::SectionName),
+                Some(c) if is_comment(c) => Some(Step::IgnoreLine(Box::new(
+                    Step::NextSectionOrOption(section),
+                ))),
+                Some(_) => {
+                    buf.unread_rune();
+                    Some(Step::OptionName(section))
+                }
+            },
+            Step::OptionName(section) => {
+                let start = buf.r;
+                loop {
+                    match buf.read_rune() {
+                        None => return syntax("EOF"),
+                        Some('\n' | '\r') => {
+                            return syntax(
+                                "unexpected newline encountered while parsing option name",
+                            );
+                        }
+                        Some('=') => break,
+                        Some(_) => {}
+                    }
+                }
+                let name = self.slice(start, buf.r - 1).trim();
+                Some(Step::OptionValue {
+                    section,
+                    name,
+                    start: buf.r,
+                    end: buf.r,
+                })
+            }
+            Step::OptionValue {
                 section,
-                name: partial.trim().to_string(),
-                partial: Vec::new(),
-            })
-        }
-        Step::OptionValue {
-            section,
-            name,
-            mut partial,
-        } => {
-            let (line, eof) = to_eol(buf);
-            if !trim_space(line).is_empty() {
-                partial.extend_from_slice(line);
-                if line.ends_with(b"\\") {
-                    if !eof {
-                        partial.push(b'\n');
-                    }
-                    return Ok(Some(Step::OptionValue {
-                        section,
-                        name,
-                        partial,
-                    }));
-                }
-            }
-            let val = text(&partial);
-            let value = if val.ends_with('\n') {
-                format!("{}\n", val.trim())
-            } else {
-                val.trim().to_string()
-            };
-            options.push(UnitOption {
-                section: section.clone(),
                 name,
-                value,
-            });
-            Some(Step::NextSectionOrOption(section))
-        }
-    })
+                start,
+                mut end,
+            } => {
+                let (line_start, line_end, eof) = to_eol(buf);
+                let line = &buf.input[line_start..line_end];
+                if !trim_space(self.text, line_start, line_end).is_empty() {
+                    // The value so far ends where this line starts: its
+                    // first line right after `=`, a continued one after
+                    // the line break the continuation kept.
+                    debug_assert_eq!(end, line_start);
+                    end = line_end;
+                    if line.ends_with(b"\\") {
+                        if !eof {
+                            end += 1;
+                        }
+                        return Ok(Some(Step::OptionValue {
+                            section,
+                            name,
+                            start,
+                            end,
+                        }));
+                    }
+                }
+                let val = self.slice(start, end);
+                let value = if val.ends_with('\n') {
+                    Cow::Owned(format!("{}\n", val.trim()))
+                } else {
+                    Cow::Borrowed(val.trim())
+                };
+                self.ticker.step(OPTION_BYTES)?;
+                self.options.push(UnitOption {
+                    section,
+                    name,
+                    value,
+                });
+                Some(Step::NextSectionOrOption(section))
+            }
+        })
+    }
 }
 
-/// Go's `%q` of a byte slice (as go-systemd's garbage message prints it).
+/// Go's `%q` of a byte slice (as go-systemd's garbage message prints it),
+/// of at most its first 64 bytes: the message must stay short whatever
+/// follows a section name.
 fn go_quote_bytes(b: &[u8]) -> String {
-    super::quote::go_quote(&String::from_utf8_lossy(b))
+    super::quote::excerpt(&String::from_utf8_lossy(b))
 }
 
 /// go-systemd's `unit.Serialize`.
-pub fn serialize(options: &[UnitOption]) -> String {
-    let mut sections: Vec<(&str, Vec<&UnitOption>)> = Vec::new();
-    for option in options {
-        match sections.iter_mut().find(|(s, _)| *s == option.section) {
-            Some((_, list)) => list.push(option),
-            None => sections.push((&option.section, vec![option])),
-        }
+pub fn serialize(options: &[UnitOption<'_>]) -> String {
+    // Each option's section by first appearance, then the options grouped
+    // by it, stably (a counting sort: linear).
+    // Options of one section mostly follow each other: the index is asked
+    // only when the section changes (a randomly keyed fast hash: the
+    // section names are the client's).
+    let mut ids: HashMap<&str, u32, foldhash::fast::RandomState> = HashMap::default();
+    let mut names: Vec<&str> = Vec::new();
+    let mut last: Option<(&str, u32)> = None;
+    let section_of: Vec<u32> = options
+        .iter()
+        .map(|o| match last {
+            Some((section, id)) if section == o.section => id,
+            _ => {
+                let id = *ids.entry(o.section).or_insert_with(|| {
+                    names.push(o.section);
+                    (names.len() - 1) as u32
+                });
+                last = Some((o.section, id));
+                id
+            }
+        })
+        .collect();
+    let mut starts = vec![0u32; names.len() + 1];
+    for &s in &section_of {
+        starts[s as usize + 1] += 1;
     }
-    let mut out = String::new();
-    for (i, (section, list)) in sections.iter().enumerate() {
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut order = vec![0u32; options.len()];
+    let mut next = starts.clone();
+    for (i, &s) in section_of.iter().enumerate() {
+        order[next[s as usize] as usize] = i as u32;
+        next[s as usize] += 1;
+    }
+    let size: usize = options
+        .iter()
+        .map(|o| o.name.len() + o.value.len() + 2)
+        .sum::<usize>()
+        + names.iter().map(|n| n.len() + 4).sum::<usize>();
+    let mut out = String::with_capacity(size);
+    for (s, section) in names.iter().enumerate() {
         out.push('[');
         out.push_str(section);
         out.push_str("]\n");
-        for option in list {
-            out.push_str(&option.name);
+        for &i in &order[starts[s] as usize..starts[s + 1] as usize] {
+            let option = &options[i as usize];
+            out.push_str(option.name);
             out.push('=');
             out.push_str(&option.value);
             out.push('\n');
         }
-        if i + 1 < sections.len() {
+        if s + 1 < names.len() {
             out.push('\n');
         }
     }
@@ -403,10 +521,7 @@ mod tests {
             UnitOption::new("Unit", "Description", "kubelet daemon")
         );
         let exec = &options[9];
-        assert_eq!(
-            (exec.section.as_str(), exec.name.as_str()),
-            ("Service", "ExecStart")
-        );
+        assert_eq!((exec.section, exec.name), ("Service", "ExecStart"));
         assert!(
             exec.value
                 .starts_with("/opt/bin/kubelet \\\n    --bootstrap-kubeconfig=")
@@ -452,6 +567,8 @@ mod tests {
     #[test]
     fn errors_are_go_systemds() {
         let e = |t: &str| deserialize(t).unwrap_err().to_string();
+        let garbage = format!("[Unit] {}\n", "x".repeat(2_000));
+        assert!(e(&garbage).ends_with("... (2000 bytes)"), "a bounded quote");
         assert_eq!(e("[Unit"), "unable to find end of section");
         assert_eq!(e("[Unit] x\n"), "found garbage after section name : \"x\"");
         assert_eq!(e("[Unit]\nName"), "EOF");
@@ -464,5 +581,54 @@ mod tests {
         // A long line the buffer does not hold at a step's start passes, as in Go.
         let ok = format!("[Unit]\nA={}\n", "x".repeat(2000));
         assert_eq!(deserialize(&ok).unwrap()[0].value.len(), 2000);
+    }
+    /// Issue 27, items 1 and 5: what was quadratic is linear. The counts are
+    /// of work (options grouped, bytes scanned for line breaks), not of time.
+    #[test]
+    fn many_sections_and_long_lines_before_the_first_are_linear() {
+        let many: String = (0..50_000).map(|i| format!("[s{i}]\na=b\n")).collect();
+        let options = deserialize(&many).unwrap();
+        assert_eq!(options.len(), 50_000);
+        let out = serialize(&options);
+        assert!(out.starts_with("[s0]\na=b\n\n[s1]\na=b\n"));
+        assert_eq!(serialize(&deserialize(&out).unwrap()), out);
+        // Sections that come back are grouped with their first appearance.
+        let mixed = deserialize("[A]\nx=1\n[B]\ny=2\n[A]\nz=3\n").unwrap();
+        assert_eq!(serialize(&mixed), "[A]\nx=1\nz=3\n\n[B]\ny=2\n");
+
+        // 2,000-byte lines before the first section, as go-systemd reads
+        // them (each under the limit), then a line over it.
+        let long = format!(
+            "{}\n[S]\nA=b\n",
+            format!("{}\n", "y".repeat(2_000)).repeat(200)
+        );
+        assert_eq!(deserialize(&long).unwrap().len(), 1);
+        let over = format!("{}[S]\nA=b\n", "y".repeat(5_000));
+        assert_eq!(
+            deserialize(&over).unwrap_err().to_string(),
+            "line too long (max 2048 bytes)"
+        );
+    }
+
+    #[test]
+    fn options_borrow_the_units_text() {
+        let text = "[Service]\nExecStart=/bin/a \\\n  --b\n";
+        let options = deserialize(text).unwrap();
+        assert!(matches!(options[0].value, Cow::Borrowed(_)));
+        assert_eq!(options[0].value, "/bin/a \\\n  --b");
+    }
+
+    #[test]
+    fn a_budget_stops_the_lexer() {
+        let many: String = (0..100_000).map(|i| format!("[s{i}]\na=b\n")).collect();
+        let budget = crate::budget::Budget {
+            deadline: None,
+            memory: 1024 * 1024,
+        };
+        let err = crate::budget::run(budget, || deserialize(&many).unwrap_err());
+        assert!(
+            matches!(err, UnitError::Exhausted(Exhausted::Memory { .. })),
+            "{err}"
+        );
     }
 }

@@ -207,7 +207,7 @@ fn parses_go_int(s: &str) -> bool {
 
 /// yaml.v2's `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` and a
 /// finite `ParseFloat`.
-fn is_yaml_float(s: &str) -> bool {
+pub(super) fn is_yaml_float(s: &str) -> bool {
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
     let (mantissa, exponent) = match body.find(['e', 'E']) {
         Some(i) => (&body[..i], Some(&body[i + 1..])),
@@ -232,7 +232,7 @@ fn is_binary(s: &str) -> bool {
 
 /// yaml.v2's `parseTimestamp`: four digits, `-`, then one of its layouts
 /// (`2006-1-2`, optionally with a time after `T`, `t` or a space).
-fn is_timestamp(s: &str) -> bool {
+pub(super) fn is_timestamp(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
         return false;

@@ -137,11 +137,11 @@ impl Engine {
         }
     }
 
-    /// Remember up to `capacity` encoded kubelet configurations (default
-    /// [`crate::mutation::osc::memo::DEFAULT_CAPACITY`]; 0: none, every OSC
+    /// Remember encoded kubelet configurations in up to `bytes` (default
+    /// [`crate::mutation::osc::memo::DEFAULT_BYTES`]; 0: none, every OSC
     /// decodes and encodes its kubelet configuration).
-    pub fn with_kubelet_memo(mut self, capacity: usize) -> Self {
-        self.kubelet_memo = Arc::new(crate::mutation::osc::memo::KubeletMemo::new(capacity));
+    pub fn with_kubelet_memo(mut self, bytes: usize) -> Self {
+        self.kubelet_memo = Arc::new(crate::mutation::osc::memo::KubeletMemo::new(bytes));
         self
     }
 
@@ -316,12 +316,7 @@ impl Engine {
                 apply(&mut draft, action, container, &ctx).map_err(|e| {
                     apply_denial(
                         e,
-                        |field| {
-                            Denial::BadObject(format!(
-                                "{} {namespace}/{}: {field} (rule \"{}\")",
-                                target.kind, target.name, rule.name
-                            ))
-                        },
+                        |field| Denial::BadObject(format!("{field} (rule \"{}\")", rule.name)),
                         Some(namespace),
                         Some(&rule.name),
                     )
@@ -357,23 +352,10 @@ impl Engine {
             kubelet_library: self.profile.kubelet_library,
             memo: &self.kubelet_memo,
         };
-        let name = |o: &Value| {
-            let meta = o.get("metadata");
-            let field = |k: &str| {
-                meta.and_then(|m| m.get(k))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            format!("{}/{}", field("namespace"), field("name"))
-        };
         let change = osc::apply(object, &matched, &ctx).map_err(|e| match e {
-            OscError::BadObject(m) => {
-                Denial::BadObject(format!("OperatingSystemConfig {}: {m}", name(object)))
-            }
-            OscError::Failed(m) => {
-                Denial::Forbidden(format!("OperatingSystemConfig {}: {m}", name(object)))
-            }
+            OscError::BadObject(m) => Denial::BadObject(m),
+            OscError::Failed(m) => Denial::Forbidden(m),
+            OscError::Exhausted(e) => Denial::Exhausted(e),
         })?;
         for (place, new) in [(Place::Units, change.units), (Place::Files, change.files)] {
             if let Some(items) = new {
@@ -381,19 +363,7 @@ impl Engine {
                     .edit_list(ListAt::Place(place), true, |l| {
                         *l = std::borrow::Cow::Owned(items);
                     })
-                    .map_err(|e| {
-                        apply_denial(
-                            e,
-                            |field| {
-                                Denial::BadObject(format!(
-                                    "OperatingSystemConfig {}: {field}",
-                                    name(object)
-                                ))
-                            },
-                            None,
-                            None,
-                        )
-                    })?;
+                    .map_err(|e| apply_denial(e, Denial::BadObject, None, None))?;
             }
         }
         Ok(Mutation {
@@ -418,12 +388,11 @@ impl Engine {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
         };
-        let whose = format!("{} {}/{}", target.kind, meta("namespace"), meta("name"));
         let deny = |message: String| {
             if message.starts_with("field ") {
-                Denial::BadObject(format!("{whose}: {message}"))
+                Denial::BadObject(message)
             } else {
-                Denial::Forbidden(format!("{whose}: {message}"))
+                Denial::Forbidden(message)
             }
         };
         let mut draft = Draft::new(object);
@@ -514,7 +483,7 @@ impl Engine {
 /// The object must decode as its kind where scion reads it: a map with map
 /// metadata, and for a Deployment a pod template whose containers are named maps.
 fn check_shape(target: &Target, object: &Value) -> Result<(), Denial> {
-    let bad = |what: String| Denial::BadObject(format!("{} {}: {what}", target.kind, target.name));
+    let bad = Denial::BadObject;
     if !object.is_object() {
         return Err(bad("the object is not a JSON object".into()));
     }

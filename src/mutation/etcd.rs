@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::gocompat::kubelet::canonical_quantity;
 use crate::profile::seed::{EtcdStorage, UnknownEtcd};
 
 /// The extension's `etcd.storage` configuration: `--etcd-storage-class`,
@@ -107,11 +108,16 @@ pub fn choose(
         }
     };
     if main && storage.keep_old_main && (class.is_some() || capacity.is_some()) {
+        // What Go's decoded old object has: a set pointer (an empty class
+        // included), a capacity written as a number or a string.
         let stored = |key: &str| {
             old.and_then(|o| o.pointer(&format!("/spec/{key}")))
-                .and_then(Value::as_str)
-                .filter(|v| !v.is_empty())
-                .map(|v| (v.to_string(), Source::Kept))
+                .and_then(|v| match v {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) if key == "storageCapacity" => Some(n.to_string()),
+                    _ => None,
+                })
+                .map(|v| (v, Source::Kept))
         };
         if let Some(kept) = stored("storageClass") {
             choice.class = kept;
@@ -121,6 +127,32 @@ pub fn choose(
         }
     }
     choice
+}
+
+/// `storageClass` is a string (`*string`) and `storageCapacity` a
+/// `resource.Quantity`, which Go reads from a string or a number (issue 27:
+/// an integer capacity was refused in the new object and ignored in the
+/// old one).
+fn check_storage(spec: &Map<String, Value>, at: &str) -> Result<(), String> {
+    if !matches!(
+        spec.get("storageClass"),
+        None | Some(Value::Null | Value::String(_))
+    ) {
+        return Err(format!("field {at}.storageClass must be a string"));
+    }
+    let text = match spec.get("storageCapacity") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(_) => {
+            return Err(format!(
+                "field {at}.storageCapacity must be a quantity (a string or a number)"
+            ));
+        }
+    };
+    canonical_quantity(&text)
+        .map(drop)
+        .map_err(|e| format!("field {at}.storageCapacity: {e}"))
 }
 
 /// Whether the Etcd named `name` is a main (`Some(true)`) or events
@@ -151,13 +183,19 @@ pub fn ensure(
     if name.starts_with("virtual-garden-") && storage.unknown_names == UnknownEtcd::Deny {
         return Err(format!("unknown ETCD name {name:?}"));
     }
-    let choice = choose(storage, main, ctx.config, ctx.old);
-    let (new_class, new_capacity) = (choice.class.0, choice.capacity.0);
-    for field in ["storageClass", "storageCapacity"] {
-        if !matches!(spec.get(field), None | Some(Value::Null | Value::String(_))) {
-            return Err(format!("field spec.{field} must be a string"));
+    // Both objects must decode as Go's Etcd: the old one is decoded too.
+    check_storage(&spec, "spec")?;
+    if let Some(old) = ctx.old.and_then(|o| o.get("spec")) {
+        match old {
+            Value::Object(old) => check_storage(old, "oldObject.spec")?,
+            Value::Null => {}
+            _ => return Err("field oldObject.spec must be a map".into()),
         }
     }
+    let choice = choose(storage, main, ctx.config, ctx.old);
+    let (new_class, new_capacity) = (choice.class.0, choice.capacity.0);
+    // Go writes a resource.Quantity in its canonical form.
+    let new_capacity = canonical_quantity(&new_capacity).unwrap_or(new_capacity);
     let mut out = spec.clone();
     out.insert("storageClass".into(), Value::String(new_class));
     out.insert("storageCapacity".into(), Value::String(new_capacity));
@@ -324,5 +362,59 @@ mod tests {
             .unwrap_err()
             .contains("spec.storageClass")
         );
+    }
+
+    /// Issue 27, item 6: a capacity written as a number is a quantity, in
+    /// the stored object (kept, canonical) and in the new one (replaced).
+    #[test]
+    fn numeric_capacities_are_quantities_as_go_reads_them() {
+        let aws = rules(true, UnknownEtcd::Same, false);
+        let old = json!({"spec": {"storageClass": "gp3", "storageCapacity": 53687091200u64}});
+        let main = run(
+            &aws,
+            "etcd-main",
+            json!({"spec": {}}),
+            EtcdConfig::default(),
+            Some(old),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            main,
+            json!({"storageClass": "gp3", "storageCapacity": "53687091200"})
+        );
+        let azure = rules(false, UnknownEtcd::Same, false);
+        let new = json!({"spec": {"storageCapacity": 53687091200u64}});
+        let main = run(&azure, "etcd-main", new, EtcdConfig::default(), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(main["storageCapacity"], "25Gi");
+        // Kept values come out canonical; an empty stored class is kept.
+        let old = json!({"spec": {"storageClass": "", "storageCapacity": "51200Mi"}});
+        let main = run(
+            &aws,
+            "etcd-main",
+            json!({"spec": {}}),
+            EtcdConfig::default(),
+            Some(old),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(main, json!({"storageClass": "", "storageCapacity": "50Gi"}));
+        // What Go cannot decode is refused, in either object.
+        for (new, old) in [
+            (json!({"spec": {"storageCapacity": "lots"}}), None),
+            (
+                json!({"spec": {}}),
+                Some(json!({"spec": {"storageCapacity": true}})),
+            ),
+            (
+                json!({"spec": {}}),
+                Some(json!({"spec": {"storageClass": 7}})),
+            ),
+        ] {
+            let err = run(&aws, "etcd-main", new, EtcdConfig::default(), old).unwrap_err();
+            assert!(err.starts_with("field "), "{err}");
+        }
     }
 }

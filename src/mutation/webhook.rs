@@ -100,7 +100,7 @@ pub async fn mutate_request<'a>(
     } else {
         request.namespace.as_str()
     };
-    let shoot = shoot_of(state, target, namespace)?;
+    let shoot = shoot_of(state, target, namespace).await?;
     let mut objects = fetch(engine, state, target, object, &shoot, namespace).await?;
     objects.old = request.old_object.clone();
     engine
@@ -112,12 +112,12 @@ pub async fn mutate_request<'a>(
 /// does not read the Cluster (Gardener's Etcd ensurers need none; the
 /// garden's virtual-garden Etcds have none), so an Etcd without one gets an
 /// empty context.
-pub fn shoot_of(
+pub async fn shoot_of(
     state: &dyn StateSource,
     target: &crate::profile::Target,
     namespace: &str,
 ) -> Result<std::sync::Arc<crate::gardener::ShootContext>, Denial> {
-    match state.shoot(namespace) {
+    match state.lookup_shoot(namespace).await {
         Ok(shoot) => Ok(shoot),
         Err(crate::state::StateError::ClusterNotFound { .. }) if target.is_etcd() => {
             Ok(std::sync::Arc::new(crate::gardener::ShootContext::new(

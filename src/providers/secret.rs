@@ -24,7 +24,9 @@ pub struct SecretContext<'a> {
     pub labelled_secrets: &'a [ObjectData],
 }
 
-/// The Secret's `data`, decoded on read and encoded on write.
+/// The Secret's `data`, decoded on read and encoded on write. Values are
+/// bytes, as Go's `[]byte`: what is not UTF-8 stays as it is (issue 27), and
+/// no message repeats a value (it is a Secret's).
 pub struct Data {
     pub map: Map<String, Value>,
 }
@@ -46,47 +48,50 @@ impl Data {
             Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
                 .decode(s)
                 .map(Some)
-                .map_err(|e| format!("data key {key:?} is not base64: {e}")),
-            Some(_) => Err(format!("data key {key:?} is not a string")),
+                .map_err(|_| format!("field data.{key} must be base64")),
+            Some(_) => Err(format!("field data.{key} must be a string")),
         }
-    }
-
-    /// The decoded text of `key` (invalid UTF-8 replaced).
-    pub fn text(&self, key: &str) -> Result<Option<String>, String> {
-        Ok(self
-            .get(key)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
     /// Set `key` to `value` (encoded).
     pub fn set(&mut self, key: &str, value: &str) {
+        self.set_bytes(key, value.as_bytes());
+    }
+
+    /// Set `key` to the bytes `value` (encoded), which need not be UTF-8.
+    pub fn set_bytes(&mut self, key: &str, value: &[u8]) {
         self.map.insert(
             key.to_string(),
             Value::String(base64::engine::general_purpose::STANDARD.encode(value)),
         );
     }
 
-    /// The text of `key`, or the ensurer's error naming it.
-    pub fn required(&self, key: &str) -> Result<String, String> {
-        self.text(key)?.ok_or_else(|| {
+    /// The bytes of `key`, or the ensurer's error naming it.
+    pub fn required(&self, key: &str) -> Result<Vec<u8>, String> {
+        self.get(key)?.ok_or_else(|| {
             format!("could not mutate cloudprovider secret as {key:?} field is missing")
         })
     }
 
     /// The `config` key decoded (YAML or JSON) as a map: the
-    /// WorkloadIdentityConfig of a workload-identity Secret.
+    /// WorkloadIdentityConfig of a workload-identity Secret, as Go's strict
+    /// decoder reads it (yaml.v2 under sigs.k8s.io/yaml, a duplicate key
+    /// refused). Errors never repeat the config's text: it is a Secret's value.
     pub fn workload_identity_config(&self) -> Result<Map<String, Value>, String> {
-        let Some(text) = self.text("config")? else {
+        let Some(bytes) = self.get("config")? else {
             return Err("cloudprovider secret is missing a 'config' data key".into());
         };
-        match serde_saphyr::from_str::<Value>(&text) {
+        let fail =
+            |why: String| format!("could not decode 'config' as WorkloadIdentityConfig: {why}");
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| fail("yaml: the value is not valid UTF-8".into()))?;
+        match crate::gocompat::yamltojson::to_json(text, true) {
             Ok(Value::Object(map)) => Ok(map),
-            Ok(other) => Err(format!(
-                "could not decode 'config' as WorkloadIdentityConfig: not a map but {other}"
-            )),
-            Err(e) => Err(format!(
-                "could not decode 'config' as WorkloadIdentityConfig: {e}"
-            )),
+            Ok(other) => Err(fail(format!(
+                "json: cannot unmarshal {} into Go value of type WorkloadIdentityConfig",
+                json_kind(&other)
+            ))),
+            Err(e) => Err(fail(e.without_input())),
         }
     }
 
@@ -106,9 +111,30 @@ pub fn is_workload_identity(secret: &Value, provider: &str) -> bool {
         == Some(provider)
 }
 
-/// A string field of a decoded map (empty when absent).
-pub fn field<'m>(map: &'m Map<String, Value>, key: &str) -> &'m str {
-    map.get(key).and_then(Value::as_str).unwrap_or_default()
+/// The JSON type name Go's errors use.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A string field of the WorkloadIdentityConfig: absent or null is empty;
+/// another type is refused as Go's decoder refuses it (issue 27: `roleARN:
+/// 12345` wrote an empty `role_arn=`).
+pub fn field<'m>(map: &'m Map<String, Value>, key: &str) -> Result<&'m str, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!(
+            "could not decode 'config' as WorkloadIdentityConfig: json: cannot unmarshal {} into Go struct field WorkloadIdentityConfig.{key} of type string",
+            json_kind(other)
+        )),
+    }
 }
 
 #[cfg(test)]

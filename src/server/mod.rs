@@ -64,6 +64,12 @@ pub const DEFAULT_CERT_POLL_INTERVAL: Duration = Duration::from_secs(5);
 const PROBE_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The default cap on admission requests in flight.
 pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 64;
+/// What one mutation's counted structures may take at most (see
+/// [`crate::budget`] and `docs/security.md`; `--mutation-memory`).
+pub const DEFAULT_MUTATION_MEMORY: usize = 16 * 1024 * 1024;
+/// What all running mutations' counted structures may take together
+/// (`--mutation-memory-total`).
+pub const DEFAULT_MUTATION_MEMORY_TOTAL: usize = 48 * 1024 * 1024;
 
 /// Everything the server needs to know; the CLI fills it from `scion serve`.
 #[derive(Debug, Clone)]
@@ -94,6 +100,11 @@ pub struct ServerConfig {
     pub max_requests_in_flight: usize,
     /// Decode-and-mutate jobs running at once on the blocking pool.
     pub mutation_workers: usize,
+    /// What one job's decoded object and the structures built from it may
+    /// take: sixteen times its body, at least 1 MiB, at most this.
+    pub mutation_memory: usize,
+    /// What all running jobs may take together: a job waits for its share.
+    pub mutation_memory_total: usize,
     /// A client that has not completed the TLS handshake by then is dropped.
     pub handshake_timeout: Duration,
     /// After the handshake, the first request must reach the server within this.
@@ -127,6 +138,8 @@ impl ServerConfig {
             max_connections: default_max_connections(open_file_limit()),
             max_requests_in_flight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
             mutation_workers: default_mutation_workers(),
+            mutation_memory: DEFAULT_MUTATION_MEMORY,
+            mutation_memory_total: DEFAULT_MUTATION_MEMORY_TOTAL,
             handshake_timeout: Duration::from_secs(10),
             first_request_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
@@ -160,6 +173,20 @@ impl ServerConfig {
 /// How long a connection closed for idleness may take to say goodbye
 /// (HTTP/2 GOAWAY and its PING) before it is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The budget `scion serve` gives the job of a request of `body_bytes` with
+/// the default limits, its deadline the default request timeout from now:
+/// for benches and tools that measure what the server does with a body.
+pub fn mutation_budget(body_bytes: usize) -> crate::budget::Budget {
+    let limits = webhook::MemoryLimits {
+        per_mutation: DEFAULT_MUTATION_MEMORY,
+        total: DEFAULT_MUTATION_MEMORY_TOTAL,
+    };
+    crate::budget::Budget {
+        deadline: Some(std::time::Instant::now() + ServerConfig::new("").request_timeout),
+        memory: limits.allowance(body_bytes),
+    }
+}
 
 /// Twice the CPUs, at least 4: a job may also wait on the Kubernetes API
 /// (live Secret reads), which holds its thread without using a CPU.
@@ -432,6 +459,10 @@ impl Server {
             config.max_body_bytes,
             config.max_requests_in_flight,
             config.mutation_workers,
+            webhook::MemoryLimits {
+                per_mutation: config.mutation_memory,
+                total: config.mutation_memory_total.max(config.mutation_memory),
+            },
         ));
         let router = crate::admission::webhook_paths()
             .fold(Router::new(), |router, path| {

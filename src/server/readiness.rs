@@ -2,6 +2,11 @@
 //! `/healthz`: alive unless a part reported that it cannot go on (the leader
 //! work: [`Readiness::fail_liveness`]), so the kubelet restarts the pod, as
 //! controller-runtime's manager exits in that case.
+//!
+//! A check may carry a note that says what a ready part serves from when it
+//! is degraded without being unready (the Cluster watch failing while the
+//! webhook answers from the Clusters it holds): `[+]state-synced ok: …`.
+//! Only the status code decides readiness; the note is for the operator.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -9,10 +14,14 @@ use std::sync::{Arc, PoisonError, RwLock};
 /// A readiness check: true when that part is ready.
 pub type Check = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// A note a check adds to its line, `None` when there is nothing to say.
+pub type Note = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 #[derive(Default)]
 struct Inner {
     draining: AtomicBool,
     checks: RwLock<Vec<(String, Check)>>,
+    notes: RwLock<Vec<(String, Note)>>,
     /// `(name, reason)` of the parts that cannot go on.
     liveness_failures: RwLock<Vec<(String, String)>>,
 }
@@ -38,6 +47,8 @@ impl std::fmt::Debug for Readiness {
 pub struct ReadinessReport {
     /// `(name, passed)` in registration order, `draining` first.
     pub checks: Vec<(String, bool)>,
+    /// `(name, note)` of the checks that have something to say.
+    pub notes: Vec<(String, String)>,
 }
 
 impl ReadinessReport {
@@ -45,10 +56,16 @@ impl ReadinessReport {
         self.checks.iter().all(|(_, ok)| *ok)
     }
 
-    /// Kubernetes-style body: one `[+]name ok` / `[-]name failed` line per check.
+    /// Kubernetes-style body: one `[+]name ok` / `[-]name failed` line per
+    /// check, `: note` after it when the check has a note.
     pub fn render(&self) -> String {
         let checks = self.checks.iter().map(|(name, ok)| {
-            let result = if *ok { Ok("") } else { Err("") };
+            let note = self
+                .notes
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or("", |(_, note)| note.as_str());
+            let result = if *ok { Ok(note) } else { Err(note) };
             (name.as_str(), result)
         });
         render_checks("readyz", checks)
@@ -87,10 +104,15 @@ fn render_checks<'a>(
     let mut passed = true;
     for (name, result) in checks {
         match result {
-            Ok(_) => {
+            Ok(note) => {
                 out.push_str("[+]");
                 out.push_str(name);
-                out.push_str(" ok\n");
+                out.push_str(" ok");
+                if !note.is_empty() {
+                    out.push_str(": ");
+                    out.push_str(note);
+                }
+                out.push('\n');
             }
             Err(reason) => {
                 passed = false;
@@ -130,6 +152,12 @@ impl Readiness {
     /// A second check with the same name replaces the first.
     pub fn add_check(&self, name: impl Into<String>, check: Check) {
         replace_named(&self.inner.checks, name.into(), check);
+    }
+
+    /// Add a note to the line of check `name` (see the module doc). A
+    /// second note for the same name replaces the first.
+    pub fn add_note(&self, name: impl Into<String>, note: Note) {
+        replace_named(&self.inner.notes, name.into(), note);
     }
 
     /// From now on `/healthz` fails, naming `name` and `reason`: that part
@@ -184,7 +212,16 @@ impl Readiness {
             let ok = check();
             (name, ok)
         }));
-        ReadinessReport { checks }
+        let notes = self
+            .inner
+            .notes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .into_iter()
+            .filter_map(|(name, note)| Some((name, note()?)))
+            .collect();
+        ReadinessReport { checks, notes }
     }
 }
 
@@ -212,6 +249,32 @@ mod tests {
         let report = readiness.report();
         assert!(!report.ready());
         assert!(report.render().starts_with("[-]not-draining failed\n"));
+    }
+
+    #[test]
+    fn a_note_says_what_a_ready_check_serves_from() {
+        let readiness = Readiness::new();
+        readiness.add_check("state-synced", Arc::new(|| true));
+        let degraded = Arc::new(AtomicBool::new(false));
+        let flag = degraded.clone();
+        readiness.add_note(
+            "state-synced",
+            Arc::new(move || {
+                flag.load(Ordering::SeqCst)
+                    .then(|| "the watch fails; answering from the last list".to_owned())
+            }),
+        );
+        assert_eq!(
+            readiness.report().render(),
+            "[+]not-draining ok\n[+]state-synced ok\nreadyz check passed\n"
+        );
+        degraded.store(true, Ordering::SeqCst);
+        let report = readiness.report();
+        assert!(report.ready());
+        assert_eq!(
+            report.render(),
+            "[+]not-draining ok\n[+]state-synced ok: the watch fails; answering from the last list\nreadyz check passed\n"
+        );
     }
 
     #[test]

@@ -25,8 +25,17 @@ use super::error::ApiError;
 use super::metrics::{Metrics, Outcome};
 use super::throttle::LogThrottle;
 use crate::admission::{
-    AdmissionRequest, AdmissionResponse, Denial, Mutator, ReviewVersion, Verdict,
+    AdmissionRequest, AdmissionResponse, Denial, Mutator, ReviewError, ReviewVersion, Verdict,
 };
+use crate::budget::Exhausted;
+
+/// How a job's memory share is set, for messages.
+fn memory_rule(state: &WebhookState) -> String {
+    format!(
+        "a mutation may use sixteen times its request body, at most {}",
+        crate::budget::size(state.memory_limits.per_mutation)
+    )
+}
 
 /// At most one log line per this period about requests refused at the cap.
 const OVERLOAD_LOG_PERIOD: Duration = Duration::from_secs(10);
@@ -57,8 +66,35 @@ pub(crate) struct WebhookState {
     pub max_in_flight: usize,
     /// One permit per decode-and-mutate job that may run at once.
     pub workers: Arc<Semaphore>,
+    /// One permit per KiB the running jobs may count together.
+    pub memory: Arc<Semaphore>,
+    pub memory_limits: MemoryLimits,
     pub overload_log: LogThrottle,
 }
+
+/// The memory budget of the mutation jobs (see [`crate::budget`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemoryLimits {
+    /// At most this per job.
+    pub per_mutation: usize,
+    /// All running jobs together.
+    pub total: usize,
+}
+
+impl MemoryLimits {
+    /// A job's share: sixteen times its body (an object gardenlet writes
+    /// takes two to five times its JSON once decoded; hostile shapes such
+    /// as lists of one-key maps take eighty), at least 1 MiB, at most
+    /// `per_mutation`.
+    pub(crate) fn allowance(&self, body_bytes: usize) -> usize {
+        body_bytes
+            .saturating_mul(16)
+            .clamp(MIN_ALLOWANCE, self.per_mutation.max(MIN_ALLOWANCE))
+    }
+}
+
+/// The least a job is allowed: what any ordinary review needs many times over.
+const MIN_ALLOWANCE: usize = 1024 * 1024;
 
 impl WebhookState {
     pub(crate) fn new(
@@ -68,6 +104,7 @@ impl WebhookState {
         max_body_bytes: usize,
         max_in_flight: usize,
         workers: usize,
+        memory_limits: MemoryLimits,
     ) -> Self {
         WebhookState {
             mutator,
@@ -77,6 +114,8 @@ impl WebhookState {
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
             max_in_flight,
             workers: Arc::new(Semaphore::new(workers)),
+            memory: Arc::new(Semaphore::new(memory_limits.total.div_ceil(1024))),
+            memory_limits,
             overload_log: LogThrottle::new(OVERLOAD_LOG_PERIOD),
         }
     }
@@ -98,7 +137,7 @@ pub(crate) async fn controlplane(
     // the router sends only its own paths here; anything else is not labelled
     let path = crate::admission::webhook_paths().find(|p| *p == request.uri().path());
     let _in_flight = path.map(|p| state.metrics.webhook().in_flight(p));
-    let response = admit(state.clone(), request, started).await;
+    let response = admit(state.clone(), request, started, path).await;
     if let Some(p) = path {
         state.metrics.webhook().observe(
             p,
@@ -109,7 +148,12 @@ pub(crate) async fn controlplane(
     response
 }
 
-async fn admit(state: Arc<WebhookState>, request: Request, started: Instant) -> Response {
+async fn admit(
+    state: Arc<WebhookState>,
+    request: Request,
+    started: Instant,
+    path: Option<&'static str>,
+) -> Response {
     let Ok(slot) = state.in_flight.clone().try_acquire_owned() else {
         return overloaded(&state, started);
     };
@@ -126,7 +170,7 @@ async fn admit(state: Arc<WebhookState>, request: Request, started: Instant) -> 
         patch_ops = field::Empty,
         duration_ms = field::Empty,
     );
-    let (outcome, response) = handle(&state, request, started, &span)
+    let (outcome, response) = handle(&state, request, started, &span, path)
         .instrument(span.clone())
         .await;
     drop(slot);
@@ -274,16 +318,7 @@ async fn read_body(
 
 /// `Deployment shoot--a--b/kube-apiserver`, for messages.
 fn identity(request: &AdmissionRequest) -> String {
-    let name = if request.name.is_empty() {
-        "(unnamed)"
-    } else {
-        &request.name
-    };
-    if request.namespace.is_empty() {
-        format!("{} {name}", request.kind.kind)
-    } else {
-        format!("{} {}/{name}", request.kind.kind, request.namespace)
-    }
+    request.identity()
 }
 
 /// What the async side needs to answer a request whose job is late.
@@ -298,6 +333,7 @@ async fn handle(
     request: Request,
     started: Instant,
     span: &tracing::Span,
+    path: Option<&'static str>,
 ) -> (Outcome, Response) {
     let deadline = started + state.request_timeout;
     let margin = answer_margin(state.request_timeout);
@@ -337,6 +373,15 @@ async fn handle(
         let span = span.clone();
         let runtime = tokio::runtime::Handle::current();
         async move {
+            // The memory share first: a job holding a worker while it waits
+            // for memory would keep small jobs from running.
+            let allowance = state.memory_limits.allowance(bytes.len());
+            let memory = state
+                .memory
+                .clone()
+                .acquire_many_owned(allowance.div_ceil(1024) as u32)
+                .await
+                .expect("the memory semaphore is never closed");
             let worker = state
                 .workers
                 .clone()
@@ -345,10 +390,16 @@ async fn handle(
                 .expect("the worker semaphore is never closed");
             tokio::task::spawn_blocking(move || {
                 let _worker = worker;
+                let _memory = memory;
                 let _entered = span.enter();
-                let answered = answer(&state, &bytes, deadline - margin, &runtime, decoded_tx);
+                let budget = crate::budget::Budget {
+                    deadline: Some((deadline - margin).into_std()),
+                    memory: allowance,
+                };
                 let body_bytes = bytes.len();
-                drop(bytes);
+                let answered = crate::budget::run(budget, || {
+                    answer(&state, path, bytes, deadline - margin, &runtime, decoded_tx)
+                });
                 super::trim::after_job(body_bytes);
                 answered
             })
@@ -421,13 +472,35 @@ fn review_response(answer: AdmissionResponse, version: ReviewVersion) -> Respons
 /// Sends the request's identity on `decoded` as soon as it is known.
 fn answer(
     state: &WebhookState,
-    bytes: &[u8],
+    path: Option<&str>,
+    bytes: Vec<u8>,
     mutate_deadline: Instant,
     runtime: &tokio::runtime::Handle,
     decoded: oneshot::Sender<Decoded>,
 ) -> (Outcome, Response) {
-    let request = match state.mutator.decode(bytes) {
+    let decoded_request = state.mutator.decode(&bytes);
+    // The request owns what it needs: the body's memory goes before the
+    // mutation builds anything.
+    let body_len = bytes.len();
+    drop(bytes);
+    let request = match decoded_request {
         Ok(request) => request,
+        Err(ReviewError::Exhausted(why @ Exhausted::Memory { .. })) => {
+            return refused(
+                Outcome::Invalid,
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "{why} ({}; the request body is {body_len} bytes)",
+                        memory_rule(state)
+                    ),
+                ),
+            );
+        }
+        Err(ReviewError::Exhausted(Exhausted::Time)) => {
+            // The async side has answered already.
+            return late(state, None);
+        }
         Err(err) => {
             return refused(
                 Outcome::Invalid,
@@ -447,6 +520,18 @@ fn answer(
         version: request.version,
     });
 
+    // Each webhook path takes only its own kinds, as Gardener's handlers.
+    if let Some(path) = path
+        && !crate::admission::accepts(path, &request.kind)
+    {
+        let message = format!(
+            "{}: unexpected request kind {} for the webhook at {path}",
+            identity(&request),
+            crate::admission::kind_text(&request.kind)
+        );
+        let answer = denial(&request.uid, 400, "BadRequest", message);
+        return (Outcome::Denied, review_response(answer, request.version));
+    }
     let (outcome, answer) = decide(state, &request, mutate_deadline, runtime);
     if let Some(patch) = &answer.patch {
         span.record("patch_ops", patch.ops);
@@ -507,6 +592,26 @@ fn decide(
         Ok(Verdict::Patched(patch)) if patch.0.is_empty() => {
             (Outcome::Allowed, AdmissionResponse::allow(uid).into())
         }
+        // The deadline stopped the mutation: the async side has answered
+        // (or is answering) 504; this answer says the same.
+        Err(Denial::Exhausted(Exhausted::Time)) => {
+            let message = format!(
+                "{}: the mutation did not finish within the request timeout of {}",
+                identity(request),
+                crate::gardener::duration::text(state.request_timeout)
+            );
+            (
+                Outcome::Timeout,
+                denial(uid, 504, "Timeout", message).into(),
+            )
+        }
+        Err(denial @ Denial::Exhausted(Exhausted::Memory { .. })) => {
+            let message = format!("{}: {denial} ({})", identity(request), memory_rule(state));
+            (
+                Outcome::Denied,
+                self::denial(uid, denial.code(), denial.reason(), message).into(),
+            )
+        }
         Err(denial @ (Denial::BadObject(_) | Denial::Forbidden(_))) => {
             let message = format!("{}: {denial}", identity(request));
             (
@@ -516,13 +621,18 @@ fn decide(
         }
         Ok(Verdict::Patched(patch)) => {
             let ops = patch.0.len();
-            match serde_json::to_vec(&patch) {
+            // Each copy of a large patch goes as soon as the next exists.
+            let json = serde_json::to_vec(&patch);
+            drop(patch);
+            match json {
                 Ok(json) => {
                     state.metrics.observe_patch(json.len());
+                    let response = AdmissionResponse::patched(uid, &json);
+                    drop(json);
                     (
                         Outcome::Patched,
                         Answer {
-                            response: AdmissionResponse::patched(uid, &json),
+                            response,
                             patch: Some(PatchInfo { ops }),
                         },
                     )

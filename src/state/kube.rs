@@ -14,6 +14,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 use tokio::sync::watch as signal;
 
+use k8s_openapi::jiff::Timestamp;
+
 use super::{StateError, StateSource};
 use crate::gardener::{ClusterObject, ObjectData, ObjectKind, ShootContext};
 
@@ -40,6 +42,24 @@ impl Default for KubeStateOptions {
 
 type Entry = Result<Arc<ShootContext>, StateError>;
 
+/// How the Cluster watch follows the API server, for `/readyz`'s note.
+#[derive(Debug, Default)]
+struct Following {
+    /// End of the last complete list.
+    listed_at: Option<Timestamp>,
+    /// A list (again) in progress since.
+    listing_since: Option<Timestamp>,
+    /// The watch fails since, with the last error.
+    failing: Option<(Timestamp, String)>,
+}
+
+/// A list again that has not completed after this long is worth a note.
+const SLOW_LIST: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn now_seconds() -> Timestamp {
+    Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now())
+}
+
 /// Shoot contexts from the API server. Construct with [`KubeState::new`], drive
 /// with [`KubeState::run`] (or [`KubeState::spawn`]).
 pub struct KubeState {
@@ -47,6 +67,7 @@ pub struct KubeState {
     options: KubeStateOptions,
     shoots: RwLock<HashMap<String, Entry>>,
     synced: signal::Sender<bool>,
+    following: RwLock<Following>,
 }
 
 impl std::fmt::Debug for KubeState {
@@ -65,6 +86,7 @@ impl KubeState {
             options,
             shoots: RwLock::new(HashMap::new()),
             synced: signal::Sender::new(false),
+            following: RwLock::new(Following::default()),
         }
     }
 
@@ -86,10 +108,17 @@ impl KubeState {
         let mut errors = WatchErrors::new("Clusters");
         while let Some(event) = stream.next().await {
             if event.is_ok() {
-                errors.ok();
+                errors.observe(&event);
+                // Init starts a (re)list, which may fail again: not a recovery.
+                if !matches!(event, Ok(Event::Init)) {
+                    self.following().failing = None;
+                }
             }
             match event {
-                Ok(Event::Init) => relist = Some(HashMap::new()),
+                Ok(Event::Init) => {
+                    relist = Some(HashMap::new());
+                    self.following().listing_since = Some(now_seconds());
+                }
                 Ok(Event::InitApply(cluster)) => {
                     if let Some((name, entry)) = entry(cluster) {
                         relist.get_or_insert_with(HashMap::new).insert(name, entry);
@@ -100,6 +129,10 @@ impl KubeState {
                     let count = fresh.len();
                     *self.shoots.write().unwrap_or_else(PoisonError::into_inner) = fresh;
                     self.synced.send_replace(true);
+                    let mut following = self.following();
+                    following.listing_since = None;
+                    following.listed_at = Some(now_seconds());
+                    drop(following);
                     tracing::info!(clusters = count, "Cluster list synced");
                 }
                 Ok(Event::Apply(cluster)) => {
@@ -113,10 +146,20 @@ impl KubeState {
                     }
                 }
                 Err(e) => {
-                    errors.failed(describe_watch(&e));
+                    let error = describe_watch(&e);
+                    errors.failed(error.clone());
+                    let mut following = self.following();
+                    let since = following.failing.as_ref().map_or_else(now_seconds, |f| f.0);
+                    following.failing = Some((since, error));
                 }
             }
         }
+    }
+
+    fn following(&self) -> std::sync::RwLockWriteGuard<'_, Following> {
+        self.following
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Wait until the initial list is complete.
@@ -209,6 +252,37 @@ impl KubeState {
         self.within(request, error).await
     }
 
+    /// A live read of the Cluster `name`, for a webhook request whose
+    /// namespace the watch has not delivered (yet): a shoot created while
+    /// the watch waits out its backoff, or a replica whose first list has
+    /// not completed. A list by name (`fieldSelector=metadata.name=…`): the
+    /// `list` the watch is granted covers it, no `get` on every Cluster is
+    /// needed. The result is not put into the cache; the watch stays its
+    /// only writer, so a read cannot bring back a Cluster the watch saw
+    /// deleted.
+    async fn get_cluster(&self, name: &str) -> Result<Arc<ShootContext>, StateError> {
+        let api: Api<ClusterObject> = Api::all(self.client.clone());
+        let params = kube::api::ListParams::default().fields(&format!("metadata.name={name}"));
+        let error = |reason: String| StateError::Api {
+            kind: "Cluster",
+            namespace: String::new(),
+            name: name.to_string(),
+            reason,
+        };
+        let found = self.within(api.list(&params), error).await?;
+        match found.items.into_iter().next() {
+            Some(cluster) => match entry(cluster) {
+                Some((_, entry)) => entry,
+                None => Err(StateError::ClusterNotFound {
+                    name: name.to_string(),
+                }),
+            },
+            None => Err(StateError::ClusterNotFound {
+                name: name.to_string(),
+            }),
+        }
+    }
+
     /// A live GET of a cluster-scoped BackupBucket: its `spec.providerConfig`.
     async fn get_backup_bucket(&self, name: &str) -> Result<Option<serde_json::Value>, StateError> {
         let gvk = crate::gardener::BACKUP_BUCKET;
@@ -254,10 +328,17 @@ impl KubeState {
 }
 
 impl StateSource for KubeState {
+    /// Before the first complete list a missing Cluster is not known to be
+    /// missing: the lookup says the Clusters have not been listed yet
+    /// ([`StateError::NotSynced`]) rather than "not found", which would send
+    /// an operator looking for a Cluster that exists.
     fn shoot(&self, namespace: &str) -> Result<Arc<ShootContext>, StateError> {
         let shoots = self.shoots.read().unwrap_or_else(PoisonError::into_inner);
         match shoots.get(namespace) {
             Some(entry) => entry.clone(),
+            None if !self.is_synced() => Err(StateError::NotSynced {
+                name: namespace.to_string(),
+            }),
             None => Err(StateError::ClusterNotFound {
                 name: namespace.to_string(),
             }),
@@ -290,6 +371,42 @@ impl StateSource for KubeState {
 
     fn is_synced(&self) -> bool {
         *self.synced.borrow()
+    }
+
+    /// The watch failing, or a list again taking long: the webhook answers
+    /// from the Clusters of the last complete list meanwhile.
+    fn sync_note(&self) -> Option<String> {
+        let following = self
+            .following
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let from = match following.listed_at {
+            Some(at) => format!("answering from the Clusters listed at {at}"),
+            None => "no Cluster list has completed yet".to_owned(),
+        };
+        if let Some((since, error)) = &following.failing {
+            return Some(format!(
+                "the Cluster watch fails since {since} ({error}); {from}"
+            ));
+        }
+        let since = following.listing_since?;
+        let slow = Timestamp::now().duration_since(since).unsigned_abs() >= SLOW_LIST;
+        slow.then(|| format!("listing the Clusters again since {since}; {from}"))
+    }
+
+    /// The watch's cache, and a live read of a Cluster it does not hold.
+    fn lookup_shoot<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<ShootContext>, StateError>> {
+        Box::pin(async move {
+            match self.shoot(namespace) {
+                Err(StateError::ClusterNotFound { .. } | StateError::NotSynced { .. }) => {
+                    self.get_cluster(namespace).await
+                }
+                found => found,
+            }
+        })
     }
 }
 

@@ -28,6 +28,13 @@ use crate::gardener::{ClusterError, ObjectData, ObjectKind, ShootContext};
 pub enum StateError {
     #[error("could not get Cluster {name:?}: not found")]
     ClusterNotFound { name: String },
+    /// The Clusters have not been read yet (the first list of the watch has
+    /// not completed: the API server is slow, hangs or refuses): whether the
+    /// Cluster exists is not known, so it must not be answered as missing.
+    #[error(
+        "could not get Cluster {name:?}: the Clusters have not been listed from the API server yet (the replica is not ready)"
+    )]
+    NotSynced { name: String },
     #[error(transparent)]
     ClusterMalformed(#[from] ClusterError),
     #[error("could not get {kind} '{namespace}/{name}': {reason}")]
@@ -74,4 +81,22 @@ pub trait StateSource: Send + Sync + 'static {
 
     /// True once the initial sync finished; `/readyz` waits for it.
     fn is_synced(&self) -> bool;
+
+    /// What the state serves from when it cannot follow its source right
+    /// now (the watch failing, a list again in progress), for `/readyz`'s
+    /// `state-synced` line; `None` when it follows.
+    fn sync_note(&self) -> Option<String> {
+        None
+    }
+
+    /// The shoot context for a webhook request: [`StateSource::shoot`], and
+    /// where the source's cache can lag behind the API server (the API
+    /// source's watch, which after an API server restart resumes only after
+    /// its backoff), a live read of the Cluster the cache does not hold.
+    fn lookup_shoot<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<ShootContext>, StateError>> {
+        Box::pin(std::future::ready(self.shoot(namespace)))
+    }
 }

@@ -42,7 +42,7 @@ impl Snapshot {
     pub fn insert_malformed(&mut self, error: StateError) {
         let name = match &error {
             StateError::ClusterMalformed(e) => e.name.clone(),
-            StateError::ClusterNotFound { name } => name.clone(),
+            StateError::ClusterNotFound { name } | StateError::NotSynced { name } => name.clone(),
             StateError::Api { .. } => return,
         };
         self.shoots.remove(&name);

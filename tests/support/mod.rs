@@ -4,6 +4,7 @@
 
 pub mod controller;
 pub mod deploy;
+pub mod hostile;
 pub mod mutation;
 pub mod server;
 pub mod state;

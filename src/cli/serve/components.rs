@@ -83,6 +83,8 @@ pub async fn open_state(
     };
     let state = choice.state.clone();
     readiness.add_check("state-synced", Arc::new(move || state.is_synced()));
+    let state = choice.state.clone();
+    readiness.add_note("state-synced", Arc::new(move || state.sync_note()));
     Ok(choice)
 }
 
@@ -105,6 +107,8 @@ pub struct LeaderWork {
     /// `--manage-certs`: issue and rotate the webhook certificates.
     pub manage_certs: bool,
     pub register_webhook: Option<PathBuf>,
+    /// What the election is doing, shown on `/readyz`.
+    pub leader_status: controller::LeaderStatus,
 }
 
 impl LeaderWork {
@@ -138,7 +142,8 @@ impl LeaderWork {
             }
             return Ok(());
         };
-        let election = controller::LeaderElection::new(&lease.name, &lease.namespace);
+        let mut election = controller::LeaderElection::new(&lease.name, &lease.namespace);
+        election.status = self.leader_status.clone();
         let work = Arc::new(self);
         controller::run_while_leading(work.client.clone(), &election, shutdown, move |stop| {
             let work = work.clone();
@@ -228,22 +233,90 @@ impl LeaderWork {
                 }),
             ));
         }
+        // The parts are tasks of their own: if this future is dropped (the
+        // election gave up waiting for it), they must not go on writing as
+        // a leader that no longer is one.
+        let _abort_on_drop = AbortOnDrop(
+            tasks
+                .iter()
+                .map(|(name, task)| (*name, task.abort_handle()))
+                .collect(),
+        );
         let mut ended_tx = Some(ended_tx);
         let mut running: futures::stream::FuturesUnordered<_> = tasks
             .into_iter()
             .map(|(name, task)| async move { (name, task.await) })
             .collect();
-        while let Some((name, result)) = futures::StreamExt::next(&mut running).await {
+        // After the stop signal the parts get STOP_GRACE to end, then they
+        // are cancelled.
+        let mut stop_by: Option<tokio::time::Instant> = None;
+        let mut cancelled = false;
+        loop {
+            let ended = tokio::select! {
+                ended = futures::StreamExt::next(&mut running) => ended,
+                () = stop.clone(), if stop_by.is_none() => {
+                    stop_by = Some(tokio::time::Instant::now() + STOP_GRACE);
+                    continue;
+                }
+                () = sleep_until(stop_by), if !cancelled => {
+                    let stuck: Vec<&str> = _abort_on_drop
+                        .0
+                        .iter()
+                        .filter(|(_, h)| !h.is_finished())
+                        .map(|(name, _)| *name)
+                        .collect();
+                    tracing::warn!(parts = %stuck.join(", "), grace = %crate::gardener::duration::text(STOP_GRACE), "the leader work did not stop in time (an API call hangs); cancelled where it stood");
+                    for (_, handle) in &_abort_on_drop.0 {
+                        handle.abort();
+                    }
+                    cancelled = true;
+                    continue;
+                }
+            };
+            let Some((name, result)) = ended else { break };
             let stopping = stop.clone().now_or_never().is_some();
-            if let Err(error) = result {
-                tracing::error!(part = name, %error, "a part of the leader work ended abnormally");
-            } else if !stopping && ended_tx.is_some() {
-                tracing::error!(part = name, "a part of the leader work ended by itself");
+            match result {
+                Err(error) if error.is_cancelled() && stopping => {}
+                Err(error) => {
+                    tracing::error!(part = name, %error, "a part of the leader work ended abnormally");
+                }
+                Ok(()) if !stopping && ended_tx.is_some() => {
+                    tracing::error!(part = name, "a part of the leader work ended by itself");
+                }
+                Ok(()) => {}
             }
             if !stopping && let Some(tx) = ended_tx.take() {
                 let _ = tx.send(());
             }
         }
+    }
+}
+
+/// How long the leader work may take to stop after leadership ended (or
+/// shutdown began) before its parts are cancelled where they stand: the
+/// lease duration less the renew deadline (15 s − 10 s). A leader stops its
+/// work when it could not renew for the renew deadline; the Lease runs out
+/// for the other replicas 5 s later, and by then nothing of this replica's
+/// work runs any more, even when an API call of it hangs (an API server
+/// waiting for an unreachable etcd answers after up to 60 s).
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Aborts the leader work's tasks when dropped.
+struct AbortOnDrop(Vec<(&'static str, tokio::task::AbortHandle)>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for (_, handle) in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
+/// Resolves at `deadline`, never without one.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

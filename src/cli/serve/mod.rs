@@ -99,6 +99,13 @@ pub struct ServeArgs {
     /// Admission requests in flight at most; further ones are answered HTTP 429 at once.
     #[arg(long, env = "SCION_MAX_REQUESTS_IN_FLIGHT", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_requests_in_flight: u32,
+    /// What one mutation may build from its request, in MiB: the decoded object and what the
+    /// codecs make of it (sixteen times the body, at least 1 MiB, at most this).
+    #[arg(long, env = "SCION_MUTATION_MEMORY", value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub mutation_memory: u32,
+    /// What all running mutations may build together, in MiB; a mutation waits for its share.
+    #[arg(long, env = "SCION_MUTATION_MEMORY_TOTAL", value_name = "MIB", default_value_t = 48, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub mutation_memory_total: u32,
     /// Require client certificates signed by a CA in this PEM bundle (reloaded when it changes).
     #[arg(long, env = "SCION_CLIENT_CA_FILE", value_name = "FILE")]
     pub client_ca_file: Option<PathBuf>,
@@ -190,6 +197,8 @@ impl ServeArgs {
                 .max_connections
                 .map_or(defaults.max_connections, |n| n as usize),
             max_requests_in_flight: self.max_requests_in_flight as usize,
+            mutation_memory: self.mutation_memory as usize * 1024 * 1024,
+            mutation_memory_total: self.mutation_memory_total as usize * 1024 * 1024,
             client_auth: self
                 .client_ca_file
                 .as_ref()
@@ -347,6 +356,7 @@ fn leader_work(
         register_webhook: args
             .register_webhook
             .then(|| args.cert.cert_dir.join(crate::tls::CA_CERT_FILE)),
+        leader_status: Default::default(),
     };
     Ok((!work.is_empty()).then_some(work))
 }
@@ -418,6 +428,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         &metrics,
     )?
     .map(|work| {
+        if work.lease.is_some() {
+            // Never unready: every replica serves the webhook, leading or
+            // not; the note says whether this one runs the leader work.
+            let status = work.leader_status.clone();
+            readiness.add_check("leader-election", Arc::new(|| true));
+            readiness.add_note("leader-election", Arc::new(move || status.note()));
+        }
         let (shutdown, liveness) = (shutdown.clone(), readiness.clone());
         tokio::spawn(async move {
             // A panic in the election is a failure like any other.
@@ -587,6 +604,11 @@ mod tests {
             server::default_max_connections(server::open_file_limit())
         );
         assert_eq!(config.max_requests_in_flight, 64);
+        assert_eq!(config.mutation_memory, server::DEFAULT_MUTATION_MEMORY);
+        assert_eq!(
+            config.mutation_memory_total,
+            server::DEFAULT_MUTATION_MEMORY_TOTAL
+        );
         assert_eq!(config.client_auth, None);
     }
 

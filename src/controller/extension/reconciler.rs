@@ -40,10 +40,14 @@ use super::{Actuator, Extension, Outcome, status};
 use crate::controller::{Error, RECONCILIATION_TIMEOUT};
 use crate::gardener::api_error::{WatchErrors, describe_watch};
 use crate::gardener::{Cluster, ShootContext};
-use crate::state::StateSource;
+use crate::state::{StateError, StateSource};
 
 /// How long recording a timeout in the status may take.
 const STATUS_AFTER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The next look at an object whose Cluster is not known while the Cluster
+/// list is still being read (a start).
+const UNSYNCED_RETRY: Duration = Duration::from_secs(1);
 
 /// The reconciler of the extension kind `K` with the actuator `A`.
 pub struct Reconciler<K, A> {
@@ -370,7 +374,16 @@ async fn reconcile_once<K: Extension, A: Actuator<K>>(
     {
         return Ok(Action::await_change());
     }
-    let shoot = ctx.state.shoot(&namespace)?;
+    // A live read when the cache lacks the Cluster (state::kube); if even
+    // that finds none while the Cluster list has not arrived yet (a start
+    // races the state's reflector), nothing is wrong: look again shortly.
+    let shoot = match ctx.state.lookup_shoot(&namespace).await {
+        Err(StateError::ClusterNotFound { .. }) if !ctx.state.is_synced() => {
+            tracing::debug!(object = %key, "the Cluster list is not synced yet; requeueing");
+            return Ok(Action::requeue(UNSYNCED_RETRY));
+        }
+        shoot => shoot?,
+    };
     match Step::plan(obj.as_ref(), &shoot, &ctx) {
         Step::Skip => Ok(Action::await_change()),
         Step::Backoff(wait) => Ok(Action::requeue(wait)),
@@ -520,6 +533,12 @@ pub async fn run<K: Extension, A: Actuator<K>>(
     if let Some(metrics) = &ctx.metrics {
         metrics.started(K::CONTROLLER, ctx.concurrency);
     }
+    // A term of leadership starts from nothing, as a Go extension's new
+    // leader (a new process) does: every object's first look is a CREATE
+    // for Gardener's predicates. What an earlier term of this process saw
+    // may be stale: another replica led meanwhile, or this one's operation
+    // was cut off when its leadership ended (lastOperation `Processing`).
+    ctx.memory().objects.clear();
     let client = ctx.client.clone();
     let mut controller = Controller::new(
         Api::<K>::all(client.clone()),

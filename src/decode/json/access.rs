@@ -4,6 +4,7 @@
 use serde::de::{self, DeserializeSeed, Unexpected, Visitor};
 
 use super::{Deserializer, Error};
+use crate::budget::cost;
 
 /// The elements of an array whose `[` was read: values separated by commas;
 /// a comma must be followed by a value. The caller reads the `]`.
@@ -36,6 +37,7 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'_, 'de> {
             }
             other => return Err(self.de.unexpected(other)),
         }
+        self.de.charge(cost::ELEMENT)?;
         seed.deserialize(&mut *self.de).map(Some)
     }
 }
@@ -71,10 +73,12 @@ impl<'de> de::MapAccess<'de> for MapAccess<'_, 'de> {
             self.de.pos += 1;
             next = self.de.peek();
         }
-        self.first = false;
         if next != Some(b'"') {
             return Err(self.de.unexpected(next));
         }
+        self.de
+            .charge(if self.first { cost::MAP } else { cost::ENTRY })?;
+        self.first = false;
         seed.deserialize(MapKey(&mut *self.de)).map(Some)
     }
 

@@ -20,6 +20,8 @@ struct Inner {
 enum Message {
     Syntax(&'static str),
     Custom(String),
+    /// The request's budget stopped the reading (see [`crate::budget`]).
+    Exhausted(crate::budget::Exhausted),
 }
 
 impl Error {
@@ -30,6 +32,23 @@ impl Error {
             offset: Some(offset),
             message: Message::Syntax(what),
         }))
+    }
+
+    /// The budget stopped the reading.
+    #[cold]
+    pub(super) fn exhausted(why: crate::budget::Exhausted) -> Error {
+        Error(Box::new(Inner {
+            offset: None,
+            message: Message::Exhausted(why),
+        }))
+    }
+
+    /// Whether the budget stopped the reading, and why.
+    pub fn budget(&self) -> Option<crate::budget::Exhausted> {
+        match self.0.message {
+            Message::Exhausted(why) => Some(why),
+            _ => None,
+        }
     }
 
     /// This error, placed at `offset` if it does not know its place yet.
@@ -50,6 +69,7 @@ impl fmt::Display for Error {
         match &self.0.message {
             Message::Syntax(what) => f.write_str(what)?,
             Message::Custom(message) => f.write_str(message)?,
+            Message::Exhausted(why) => return write!(f, "{why}"),
         }
         match self.0.offset {
             Some(offset) => write!(f, " at byte {offset}"),

@@ -37,6 +37,7 @@ mod string;
 
 use serde::de::{self, Visitor};
 
+use crate::budget::{Ticker, cost};
 pub use error::Error;
 
 use access::{MapAccess, SeqAccess, UnitVariantAccess};
@@ -49,6 +50,10 @@ pub struct Deserializer<'de> {
     pos: usize,
     /// How many more containers may be opened (serde_json's limit).
     remaining_depth: u8,
+    /// What the values read so far cost, against the request's budget
+    /// ([`crate::budget`]): a value built from the text is charged where it
+    /// is read, a skipped one is free.
+    ticker: Ticker,
 }
 
 impl<'de> Deserializer<'de> {
@@ -58,13 +63,16 @@ impl<'de> Deserializer<'de> {
             text,
             pos: 0,
             remaining_depth: 128,
+            ticker: Ticker::new(),
         }
     }
 }
 
 impl<'de> Deserializer<'de> {
-    /// Checks that only whitespace follows the value read.
+    /// Checks that only whitespace follows the value read (and charges what
+    /// is left to charge).
     pub fn end(&mut self) -> Result<(), Error> {
+        self.ticker.flush().map_err(Error::exhausted)?;
         match self.peek() {
             None => Ok(()),
             Some(_) => Err(Error::syntax("trailing characters", self.pos)),
@@ -101,8 +109,15 @@ impl<'de> Deserializer<'de> {
     #[inline]
     fn string(&mut self) -> Result<Str<'de>, Error> {
         let (s, next) = string::parse(self.text, self.pos + 1)?;
+        self.charge(next - self.pos + cost::STRING)?;
         self.pos = next;
         Ok(s)
+    }
+
+    /// Counts `bytes` built from the text against the budget.
+    #[inline]
+    fn charge(&mut self, bytes: usize) -> Result<(), Error> {
+        self.ticker.step(bytes).map_err(Error::exhausted)
     }
 
     /// Visits the string whose opening quote is at `self.pos`.

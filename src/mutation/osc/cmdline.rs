@@ -7,10 +7,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
-use crate::mutation::primitives::{List, ensure_flag};
-
 /// The separator Gardener joins flags with.
 pub const SEPARATOR: &str = " \\\n    ";
 
@@ -18,48 +14,62 @@ fn is_separator(c: char) -> bool {
     matches!(c, '\\' | '\t' | '\n' | '\u{c}' | '\r' | ' ')
 }
 
-/// `DeserializeCommandLine`.
-pub fn split(s: &str) -> Vec<String> {
+/// `DeserializeCommandLine`: the tokens, borrowed from `s`.
+pub fn split(s: &str) -> Vec<Cow<'_, str>> {
     let mut tokens = Vec::new();
-    let mut current = String::new();
+    let mut start = 0;
     let mut in_separator = false;
-    for c in s.chars() {
+    for (i, c) in s.char_indices() {
         if is_separator(c) {
             if !in_separator {
-                tokens.push(std::mem::take(&mut current));
+                tokens.push(Cow::Borrowed(&s[start..i]));
                 in_separator = true;
             }
-        } else {
+        } else if in_separator {
             in_separator = false;
-            current.push(c);
+            start = i;
         }
     }
-    tokens.push(current);
+    tokens.push(Cow::Borrowed(if in_separator { "" } else { &s[start..] }));
     tokens
 }
 
 /// `SerializeCommandLine(command, 1, " \\\n    ")`.
-pub fn join(tokens: &[String]) -> String {
+pub fn join(tokens: &[Cow<'_, str>]) -> String {
     match tokens.split_first() {
         None => String::new(),
-        Some((first, [])) => first.clone(),
-        Some((first, rest)) => format!("{first} {}", rest.join(SEPARATOR)),
+        Some((first, [])) => first.to_string(),
+        Some((first, rest)) => {
+            let size = tokens.iter().map(|t| t.len() + SEPARATOR.len()).sum();
+            let mut out = String::with_capacity(size);
+            out.push_str(first);
+            out.push(' ');
+            for (i, token) in rest.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(SEPARATOR);
+                }
+                out.push_str(token);
+            }
+            out
+        }
     }
 }
 
-/// `EnsureStringWithPrefix` over command-line tokens.
-pub fn ensure_token(tokens: &mut Vec<String>, prefix: &str, value: &str) {
-    let values: Vec<Value> = tokens.iter().map(|t| Value::String(t.clone())).collect();
-    let mut list: List<'_> = Cow::Borrowed(&values);
-    ensure_flag(&mut list, prefix, value);
-    if let Cow::Owned(changed) = list {
-        *tokens = changed
-            .into_iter()
-            .map(|v| match v {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
-            .collect();
+/// `EnsureStringWithPrefix` over command-line tokens: every token starting
+/// with `prefix` becomes `prefix + value`; if there is none, it is appended
+/// (the semantics of [`crate::mutation::primitives::ensure_flag`]).
+pub fn ensure_token(tokens: &mut Vec<Cow<'_, str>>, prefix: &str, value: &str) {
+    let mut found = false;
+    for token in tokens.iter_mut() {
+        if token.starts_with(prefix) {
+            found = true;
+            if token.len() != prefix.len() + value.len() || !token.ends_with(value) {
+                *token = Cow::Owned(format!("{prefix}{value}"));
+            }
+        }
+    }
+    if !found {
+        tokens.push(Cow::Owned(format!("{prefix}{value}")));
     }
 }
 
@@ -88,7 +98,7 @@ mod tests {
         assert_eq!(split(""), [""]);
         assert_eq!(split(" a\\\\b "), ["", "a", "b", ""]);
         assert_eq!(split("--node-ip=\"::\"\u{b}x"), ["--node-ip=\"::\"\u{b}x"]);
-        assert_eq!(join(&["a".to_string()]), "a");
+        assert_eq!(join(&[Cow::Borrowed("a")]), "a");
         let mut replaced = split("k --cloud-provider=aws --x");
         ensure_token(&mut replaced, "--cloud-provider=", "external");
         assert_eq!(join(&replaced), "k --cloud-provider=external \\\n    --x");

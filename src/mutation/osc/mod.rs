@@ -31,11 +31,13 @@ pub mod cmdline;
 pub mod memo;
 pub mod sysctl;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
 use super::context::Objects;
+use crate::budget::Exhausted;
 use crate::gardener::{ObjectData, ObjectKind, ShootContext};
 use crate::gocompat::{file, kubelet, quote, unit};
 use crate::profile::osc::{ContentVar, FileSpec, NamespaceRef, Placement, Quote, UnitSpec};
@@ -51,13 +53,26 @@ pub const SYSCTL_FILE: &str = "/etc/sysctl.d/99-k8s-general.conf";
 pub const POOL_LABEL: &str = "worker.gardener.cloud/pool";
 
 /// Why an OSC cannot be mutated: the object is malformed where scion reads
-/// it (400), or a content cannot be decoded or a provider value is missing
-/// (403, as Gardener's ensurer error).
+/// it (400), a content cannot be decoded or a provider value is missing
+/// (403, as Gardener's ensurer error), or the request's budget ran out.
+/// Messages name the field the way the object does (`spec.files[3]`) and
+/// quote at most an excerpt of any value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OscError {
     BadObject(String),
     Failed(String),
+    Exhausted(Exhausted),
 }
+
+impl From<Exhausted> for OscError {
+    fn from(e: Exhausted) -> Self {
+        OscError::Exhausted(e)
+    }
+}
+
+/// Copies of the kubelet configuration's text the codec holds at most at
+/// once (see [`kubelet_config`]), counted against the request's budget.
+const KUBELET_COPIES: usize = 4;
 
 /// What the OSC phases need besides the object.
 pub struct OscContext<'a> {
@@ -76,14 +91,58 @@ pub struct OscChange {
     pub files: Option<Vec<Value>>,
 }
 
+/// A list of the object, copied the first time a phase changes it.
+type Items<'v> = Cow<'v, [Value]>;
+
+/// The list `spec.<key>`; every item must be a map (Go decodes each into a
+/// struct).
 fn list<'v>(spec: Option<&'v Value>, key: &str) -> Result<&'v [Value], OscError> {
-    match spec.and_then(|s| s.get(key)) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(OscError::BadObject(format!(
-            "field spec.{key} must be a list"
-        ))),
+    let items = match spec.and_then(|s| s.get(key)) {
+        None | Some(Value::Null) => return Ok(&[]),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(OscError::BadObject(format!(
+                "field spec.{key} must be a list"
+            )));
+        }
+    };
+    if let Some(i) = items.iter().position(|item| !item.is_object()) {
+        return Err(OscError::BadObject(format!(
+            "field spec.{key}[{i}] must be a map"
+        )));
     }
+    Ok(items)
+}
+
+/// The list for writing: copied the first time, the copy counted against
+/// the request's budget.
+fn writable<'l>(items: &'l mut Items<'_>) -> Result<&'l mut Vec<Value>, OscError> {
+    if let Cow::Borrowed(borrowed) = items {
+        crate::budget::charge(cost(borrowed))?;
+    }
+    Ok(items.to_mut())
+}
+
+/// What a copy of `items` allocates, estimated as the decoder counts it
+/// ([`crate::budget::cost`]).
+fn cost(items: &[Value]) -> usize {
+    use crate::budget::cost::{ELEMENT, ENTRY, MAP, STRING};
+    fn of(v: &Value) -> usize {
+        match v {
+            Value::String(s) => s.len() + STRING,
+            Value::Array(items) => items.iter().map(|i| ELEMENT + of(i)).sum(),
+            Value::Object(map) if map.is_empty() => 0,
+            Value::Object(map) => {
+                MAP + (map.len() - 1) * ENTRY
+                    + map
+                        .iter()
+                        .map(|(k, v)| k.len() + STRING + of(v))
+                        .sum::<usize>()
+            }
+            _ => 0,
+        }
+    }
+    items.iter().map(|i| ELEMENT + of(i)).sum()
 }
 
 /// Apply the actions of the matching `rules` to the units and files of
@@ -92,75 +151,79 @@ pub fn apply(object: &Value, rules: &[&Rule], ctx: &OscContext<'_>) -> Result<Os
     let spec = object.get("spec");
     let units_in = list(spec, "units")?;
     let files_in = list(spec, "files")?;
-    let mut units: Vec<Value> = units_in.to_vec();
-    let mut files: Vec<Value> = files_in.to_vec();
+    let mut units: Items<'_> = Cow::Borrowed(units_in);
+    let mut files: Items<'_> = Cow::Borrowed(files_in);
     let actions: Vec<&Action> = rules.iter().flat_map(|r| &r.actions).collect();
 
     kubelet_unit(&mut units, &actions)?;
+    crate::budget::check()?;
     kubelet_config(&mut files, &actions, ctx)?;
+    crate::budget::check()?;
     sysctl_file(&mut files, &actions)?;
     for action in &actions {
         if let Action::File(spec) = action
             && let Some(file) = build_file(spec, ctx)?
         {
-            place_file(&mut files, file, spec.placement);
+            place_file(&mut files, file, spec.placement)?;
         }
     }
     for action in &actions {
         if let Action::Unit(spec) = action {
-            append_unique_unit(&mut units, spec);
+            append_unique_unit(&mut units, spec)?;
         }
     }
+    crate::budget::check()?;
+    let changed = |items: Items<'_>, before: &[Value]| match items {
+        Cow::Owned(items) if items.as_slice() != before => Some(items),
+        _ => None,
+    };
     Ok(OscChange {
-        units: (units.as_slice() != units_in).then_some(units),
-        files: (files.as_slice() != files_in).then_some(files),
+        units: changed(units, units_in),
+        files: changed(files, files_in),
     })
 }
 
-/// The index of the first item whose `key` is `value`.
-fn first(items: &[Value], key: &str, value: &str) -> Result<Option<usize>, OscError> {
-    for (i, item) in items.iter().enumerate() {
-        let Value::Object(map) = item else {
-            return Err(OscError::BadObject(format!(
-                "an item of the {key}s is not a map"
-            )));
-        };
-        if map.get(key).and_then(Value::as_str) == Some(value) {
-            return Ok(Some(i));
-        }
-    }
-    Ok(None)
+/// The index of the first item whose `key` is `value` (every item is a map,
+/// see [`list`]).
+fn first(items: &[Value], key: &str, value: &str) -> Option<usize> {
+    items
+        .iter()
+        .position(|item| item.get(key).and_then(Value::as_str) == Some(value))
 }
 
-fn kubelet_unit(units: &mut [Value], actions: &[&Action]) -> Result<(), OscError> {
-    let Some(i) = first(units, "name", KUBELET_UNIT)? else {
+fn kubelet_unit(units: &mut Items<'_>, actions: &[&Action]) -> Result<(), OscError> {
+    let Some(i) = first(units, "name", KUBELET_UNIT) else {
         return Ok(());
     };
     let content = match units[i].get("content") {
         None | Some(Value::Null) => return Ok(()),
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s.as_str(),
         Some(_) => {
             return Err(OscError::BadObject(format!(
-                "unit {KUBELET_UNIT}: field content must be a string"
+                "field spec.units[{i}].content must be a string"
             )));
         }
     };
-    let mut options = unit::deserialize(&content).map_err(|e| {
-        OscError::Failed(format!(
+    let mut options = unit::deserialize(content).map_err(|e| match e {
+        unit::UnitError::Exhausted(e) => OscError::Exhausted(e),
+        unit::UnitError::Syntax(e) => OscError::Failed(format!(
             "unit {KUBELET_UNIT}: could not deserialize kubelet.service unit content: {e}"
-        ))
+        )),
     })?;
     if let Some(exec) = options
         .iter_mut()
         .find(|o| o.section == "Service" && o.name == "ExecStart")
     {
         let mut tokens = cmdline::split(&exec.value);
+        crate::budget::charge(tokens.len() * std::mem::size_of::<Cow<'_, str>>())?;
         for action in actions {
             if let Action::KubeletFlag(f) = action {
                 cmdline::ensure_token(&mut tokens, &f.flag, &f.value);
             }
         }
-        exec.value = cmdline::join(&tokens);
+        let joined = cmdline::join(&tokens);
+        drop(tokens);
+        exec.value = Cow::Owned(joined);
     }
     for action in actions {
         if let Action::UnitOption(o) = action {
@@ -170,16 +233,22 @@ fn kubelet_unit(units: &mut [Value], actions: &[&Action]) -> Result<(), OscError
             }
         }
     }
+    // The unit written again is as long as the one read.
+    crate::budget::charge(content.len())?;
     let serialized = unit::serialize(&options);
     if serialized != content {
-        units[i]["content"] = Value::String(serialized);
+        drop(options);
+        writable(units)?[i]["content"] = Value::String(serialized);
     }
     Ok(())
 }
 
 /// The inline content of the first file at `path`: index, encoding, data.
-fn inline_file(files: &[Value], path: &str) -> Result<Option<(usize, String, String)>, OscError> {
-    let Some(i) = first(files, "path", path)? else {
+fn inline_file<'v>(
+    files: &'v [Value],
+    path: &str,
+) -> Result<Option<(usize, &'v str, &'v str)>, OscError> {
+    let Some(i) = first(files, "path", path) else {
         return Ok(None);
     };
     let inline = match files[i].get("content").and_then(|c| c.get("inline")) {
@@ -187,10 +256,10 @@ fn inline_file(files: &[Value], path: &str) -> Result<Option<(usize, String, Str
         Some(inline) => inline,
     };
     let field = |key: &str| match inline.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s.as_str()),
         Some(_) => Err(OscError::BadObject(format!(
-            "file {path}: field content.inline.{key} must be a string"
+            "field spec.files[{i}].content.inline.{key} must be a string"
         ))),
     };
     Ok(Some((i, field("encoding")?, field("data")?)))
@@ -201,14 +270,15 @@ fn decode_file(path: &str, encoding: &str, data: &str, what: &str) -> Result<Vec
         .map_err(|e| OscError::Failed(format!("file {path}: could not decode {what}: {}", e.0)))
 }
 
-fn set_data(files: &mut [Value], i: usize, data: String) {
+fn set_data(files: &mut Items<'_>, i: usize, data: String) -> Result<(), OscError> {
     if files[i]["content"]["inline"]["data"].as_str() != Some(data.as_str()) {
-        files[i]["content"]["inline"]["data"] = Value::String(data);
+        writable(files)?[i]["content"]["inline"]["data"] = Value::String(data);
     }
+    Ok(())
 }
 
 fn kubelet_config(
-    files: &mut [Value],
+    files: &mut Items<'_>,
     actions: &[&Action],
     ctx: &OscContext<'_>,
 ) -> Result<(), OscError> {
@@ -216,28 +286,36 @@ fn kubelet_config(
         return Ok(());
     };
     let failed = |e: String| OscError::Failed(format!("file {KUBELET_CONFIG}: {e}"));
-    let key = memo::Key {
-        library: ctx.kubelet_library,
-        sets: actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::KubeletConfig(k) => Some(format!("{}={}\n", k.field, k.value)),
-                _ => None,
-            })
-            .collect(),
-        encoding,
-        data,
-    };
-    if let Some(encoded) = ctx.memo.get(&key) {
-        set_data(files, i, encoded);
-        return Ok(());
+    let sets: String = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::KubeletConfig(k) => Some(format!("{}={}\n", k.field, k.value)),
+            _ => None,
+        })
+        .collect();
+    let key = memo::Key::of(ctx.kubelet_library, encoding, data, sets);
+    if let Some(encoded) = key.as_ref().and_then(|key| ctx.memo.get(key)) {
+        return set_data(files, i, encoded);
     }
-    let (encoding, data) = (&key.encoding, &key.data);
     let bytes = decode_file(KUBELET_CONFIG, encoding, data, "kubelet configuration")?;
+    // What the codec makes of the text at most at once: the decoded tree,
+    // its normalised copy, the YAML written and its encoding (measured: a
+    // 5 MB configuration peaked at 99.5 MiB before this was counted).
+    crate::budget::charge(KUBELET_COPIES * bytes.len())?;
+    // Each pass below is linear but long for a long configuration (a 5 MB
+    // one: tens of milliseconds each in a debug build); the deadline is
+    // looked at between them.
+    crate::budget::check()?;
     let text = String::from_utf8(bytes)
         .map_err(|_| failed("could not decode kubelet configuration: not UTF-8".into()))?;
-    let mut config = kubelet::decode(&text, ctx.kubelet_library)
-        .map_err(|e| failed(format!("could not decode kubelet configuration: {}", e.0)))?;
+    let mut config = kubelet::decode(&text, ctx.kubelet_library).map_err(|e| match e {
+        kubelet::DecodeError::Exhausted(e) => OscError::Exhausted(e),
+        kubelet::DecodeError::Config(e) => {
+            failed(format!("could not decode kubelet configuration: {}", e.0))
+        }
+    })?;
+    drop(text);
+    crate::budget::check()?;
     // A value that is already there (gardenlet's own config has what most
     // providers set) changes nothing: no second pass over the struct.
     let mut touched = false;
@@ -254,24 +332,33 @@ fn kubelet_config(
         config = kubelet::normalize(&Value::Object(config), ctx.kubelet_library)
             .map_err(|e| failed(format!("could not set kubelet configuration: {}", e.0)))?;
     }
-    let encoded = file::encode(encoding, kubelet::encode(&config).as_bytes())
+    crate::budget::check()?;
+    let yaml = kubelet::encode(&config);
+    drop(config);
+    crate::budget::check()?;
+    let encoded = file::encode(encoding, yaml.as_bytes())
         .map_err(|e| failed(format!("could not encode kubelet configuration: {}", e.0)))?;
-    ctx.memo.put(key.clone(), encoded.clone());
-    set_data(files, i, encoded);
-    Ok(())
+    if let Some(key) = key {
+        ctx.memo.put(key, encoded.clone());
+    }
+    set_data(files, i, encoded)
 }
 
-fn sysctl_file(files: &mut [Value], actions: &[&Action]) -> Result<(), OscError> {
+fn sysctl_file(files: &mut Items<'_>, actions: &[&Action]) -> Result<(), OscError> {
     let Some((i, encoding, data)) = inline_file(files, SYSCTL_FILE)? else {
         return Ok(());
     };
     let bytes = decode_file(
         SYSCTL_FILE,
-        &encoding,
-        &data,
+        encoding,
+        data,
         "kubernetes general configuration",
     )?;
-    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    // Bytes, not text: Go's strings keep what is not UTF-8, and so does the
+    // file (a b64 file may hold any bytes). The new text and its encoding
+    // are counted with the decoded one.
+    crate::budget::charge(3 * bytes.len())?;
+    let mut text = bytes;
     for action in actions {
         if let Action::Sysctl(s) = action {
             text = sysctl::ensure(&text, &s.key, &s.value, &s.comments);
@@ -280,14 +367,13 @@ fn sysctl_file(files: &mut [Value], actions: &[&Action]) -> Result<(), OscError>
     if text.is_empty() {
         return Ok(());
     }
-    let encoded = file::encode(&encoding, text.as_bytes()).map_err(|e| {
+    let encoded = file::encode(encoding, &text).map_err(|e| {
         OscError::Failed(format!(
             "file {SYSCTL_FILE}: could not encode kubernetes general configuration: {}",
             e.0
         ))
     })?;
-    set_data(files, i, encoded);
-    Ok(())
+    set_data(files, i, encoded)
 }
 
 /// A template variable's value (see [`ContentVar`]).
@@ -395,27 +481,34 @@ fn build_file(spec: &FileSpec, ctx: &OscContext<'_>) -> Result<Option<Value>, Os
     Ok(Some(Value::Object(file)))
 }
 
-fn place_file(files: &mut Vec<Value>, file: Value, placement: Placement) {
+fn place_file(files: &mut Items<'_>, file: Value, placement: Placement) -> Result<(), OscError> {
     let path = file.get("path").cloned();
     let same = |f: &Value| f.get("path") == path.as_ref();
     match placement {
         Placement::InPlace => match files.iter().position(same) {
-            Some(i) => files[i] = file,
-            None => files.push(file),
+            Some(i) if files[i] == file => {}
+            Some(i) => writable(files)?[i] = file,
+            None => writable(files)?.push(file),
         },
         Placement::MoveToEnd => {
-            files.retain(|f| !same(f));
-            files.push(file);
+            let at_end =
+                files.iter().filter(|f| same(f)).count() == 1 && files.last() == Some(&file);
+            if !at_end {
+                let files = writable(files)?;
+                files.retain(|f| !same(f));
+                files.push(file);
+            }
         }
     }
+    Ok(())
 }
 
-fn append_unique_unit(units: &mut Vec<Value>, spec: &UnitSpec) {
+fn append_unique_unit(units: &mut Items<'_>, spec: &UnitSpec) -> Result<(), OscError> {
     if units
         .iter()
         .any(|u| u.get("name").and_then(Value::as_str) == Some(spec.name.as_str()))
     {
-        return;
+        return Ok(());
     }
     let mut unit = Map::new();
     unit.insert("name".into(), Value::String(spec.name.clone()));
@@ -428,7 +521,8 @@ fn append_unique_unit(units: &mut Vec<Value>, spec: &UnitSpec) {
     if let Some(content) = &spec.content {
         unit.insert("content".into(), Value::String(content.clone()));
     }
-    units.push(Value::Object(unit));
+    writable(units)?.push(Value::Object(unit));
+    Ok(())
 }
 
 /// The ConfigMaps the OSC rules may read (conditions and file contents), all

@@ -43,11 +43,16 @@ impl ProviderCode for Alicloud {
     ) -> Result<(), String> {
         let id = data.required("accessKeyID")?;
         let secret_key = data.required("accessKeySecret")?;
-        data.set(
+        // Bytes as Go's fmt.Sprintf("%s", string(b)) keeps them.
+        data.set_bytes(
             "credentialsFile",
-            &format!(
-                "[default]\ntype = access_key\naccess_key_id = {id}\naccess_key_secret = {secret_key}"
-            ),
+            &[
+                &b"[default]\ntype = access_key\naccess_key_id = "[..],
+                &id,
+                b"\naccess_key_secret = ",
+                &secret_key,
+            ]
+            .concat(),
         );
         Ok(())
     }

@@ -54,7 +54,7 @@ impl ProviderCode for Aws {
         let region = ctx.shoot.region();
         if is_workload_identity(secret, "aws") {
             let config = data.workload_identity_config()?;
-            let role = field(&config, "roleARN").to_string();
+            let role = field(&config, "roleARN")?.to_string();
             data.set("roleARN", &role);
             data.set("workloadIdentityTokenFile", TOKEN_FILE);
             data.set(
@@ -66,11 +66,18 @@ impl ProviderCode for Aws {
         } else {
             let id = data.required("accessKeyID")?;
             let key = data.required("secretAccessKey")?;
-            data.set(
+            // Bytes as Go's fmt.Sprintf("%s", string(b)) keeps them.
+            let region = format!("\nregion={region}");
+            data.set_bytes(
                 "credentialsFile",
-                &format!(
-                    "[default]\naws_access_key_id={id}\naws_secret_access_key={key}\nregion={region}"
-                ),
+                &[
+                    &b"[default]\naws_access_key_id="[..],
+                    &id,
+                    b"\naws_secret_access_key=",
+                    &key,
+                    region.as_bytes(),
+                ]
+                .concat(),
             );
         }
         Ok(())

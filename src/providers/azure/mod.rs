@@ -64,7 +64,8 @@ impl ProviderCode for Azure {
         if is_workload_identity(secret, "azure") {
             let config = data.workload_identity_config()?;
             for key in ["clientID", "tenantID", "subscriptionID"] {
-                data.set(key, field(&config, key));
+                let value = field(&config, key)?.to_string();
+                data.set(key, &value);
             }
             data.set("workloadIdentityTokenFile", TOKEN_FILE);
         } else {
@@ -77,28 +78,31 @@ impl ProviderCode for Azure {
                 .iter()
                 .filter(|s| match s {
                     ObjectData::Secret { data: Some(d), .. } => {
-                        d.get("tenantID").map(Vec::as_slice) == Some(tenant.as_bytes())
+                        d.get("tenantID").map(Vec::as_slice) == Some(tenant.as_slice())
                     }
                     _ => false,
                 })
                 .collect();
             let sp = match matching.as_slice() {
+                // Go names the tenant id; it is a value of the Secret,
+                // which no answer repeats.
                 [] => {
-                    return Err(format!(
-                        "found no service principal secrets matching to tenant id {tenant:?}"
-                    ));
+                    return Err(
+                        "found no service principal secrets matching to the Secret's tenant id"
+                            .into(),
+                    );
                 }
                 [one] => one,
                 _ => {
-                    return Err(format!(
-                        "found more than one service principal matching to tenant id {tenant:?}"
-                    ));
+                    return Err(
+                        "found more than one service principal matching to the Secret's tenant id"
+                            .into(),
+                    );
                 }
             };
             if let ObjectData::Secret { data: Some(d), .. } = sp {
                 for key in ["clientID", "clientSecret"] {
-                    let value = d.get(key).map(|v| String::from_utf8_lossy(v).into_owned());
-                    data.set(key, value.as_deref().unwrap_or_default());
+                    data.set_bytes(key, d.get(key).map_or(&[][..], Vec::as_slice));
                 }
             }
         }
@@ -307,7 +311,7 @@ mod tests {
         let err = ensure(&Azure, &secret(&[("tenantID", "t2")], json!({})), tenants).unwrap_err();
         assert_eq!(
             err,
-            "found no service principal secrets matching to tenant id \"t2\""
+            "found no service principal secrets matching to the Secret's tenant id"
         );
         let complete = secret(&[("tenantID", "t2"), ("clientID", "x")], json!({}));
         assert_eq!(Azure.cloudprovider_secret_reads(&complete), None);

@@ -101,7 +101,8 @@ impl ProviderCode for Gcp {
             "credentialsConfig",
             &crate::gocompat::json::marshal(&Value::Object(reduced)),
         );
-        data.set("projectID", field(&config, "projectID"));
+        let project = field(&config, "projectID")?.to_string();
+        data.set("projectID", &project);
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
-//! The controller tests' API servers (tower_test): a scripted one, where a
-//! test lists the exact calls and answers, and the stateful fake of
-//! `fake.rs`, which records every call; plus ControlPlane fixtures.
+//! The controller tests' reconciler with test clocks, ControlPlane fixtures,
+//! and the stateful fake of `fake.rs` (tower_test) for the two tests on
+//! tokio's paused clock and the scale example.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,42 +17,6 @@ use serde_json::{Value, json};
 
 pub const CP_PATH: &str = "/apis/extensions.gardener.cloud/v1alpha1/namespaces/shoot--foo--bar/controlplanes/control-plane";
 pub const NOW: &str = "2026-11-21T03:00:00Z";
-
-/// One expected request and the answer to it.
-pub struct Call {
-    pub method: &'static str,
-    pub path: String,
-    pub query: &'static [&'static str],
-    pub check: Box<dyn Fn(&Value) + Send>,
-    pub status: u16,
-    pub reply: Value,
-}
-
-pub fn call(method: &'static str, path: impl Into<String>, status: u16, reply: Value) -> Call {
-    Call {
-        method,
-        path: path.into(),
-        query: &[],
-        check: Box::new(|_| {}),
-        status,
-        reply,
-    }
-}
-
-impl Call {
-    pub fn body(mut self, check: impl Fn(&Value) + Send + 'static) -> Self {
-        self.check = Box::new(check);
-        self
-    }
-    pub fn query(mut self, query: &'static [&'static str]) -> Self {
-        self.query = query;
-        self
-    }
-}
-
-pub fn not_found() -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"})
-}
 
 /// The certificates' clock: 2026-11-18.
 pub const NOW_UNIX: i64 = 1_795_000_000;
@@ -71,18 +35,6 @@ pub fn reconciler(client: kube::Client, state: Snapshot, provider: &str) -> Cont
     let mut ctx = ControlPlaneReconciler::new(client, state, provider, actuator);
     ctx.now = || NOW.to_string();
     ctx
-}
-
-pub fn context(
-    state: Snapshot,
-    provider: &str,
-) -> (
-    Arc<ControlPlaneReconciler>,
-    tower_test::mock::Handle<Request<Body>, Response<Body>>,
-) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
-    (Arc::new(reconciler(client, state, provider)), handle)
 }
 
 /// A reconciler against the stateful fake; the fake's task ends when the
@@ -269,55 +221,6 @@ pub fn unhashed(name: &str) -> String {
         }
     }
     parts.join("-")
-}
-
-/// Serve `calls` in order, then drop the handle so any further call fails.
-pub fn serve(
-    mut handle: tower_test::mock::Handle<Request<Body>, Response<Body>>,
-    calls: Vec<Call>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        for (i, c) in calls.into_iter().enumerate() {
-            let (req, send) = handle
-                .next_request()
-                .await
-                .unwrap_or_else(|| panic!("call #{i} {} {} was never made", c.method, c.path));
-            assert_eq!(
-                req.method().as_str(),
-                c.method,
-                "call #{i} method ({})",
-                req.uri()
-            );
-            assert_eq!(req.uri().path(), c.path, "call #{i} path");
-            let query = req.uri().query().unwrap_or_default().to_string();
-            for q in c.query {
-                assert!(
-                    query.contains(q),
-                    "call #{i} {} query {query:?} lacks {q}",
-                    c.path
-                );
-            }
-            let bytes = req.into_body().collect_bytes().await.expect("body");
-            let body: Value = if bytes.is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_slice(&bytes).expect("json body")
-            };
-            (c.check)(&body);
-            let response = Response::builder()
-                .status(c.status)
-                .body(Body::from(serde_json::to_vec(&c.reply).expect("reply")))
-                .expect("response");
-            send.send_response(response);
-        }
-    })
-}
-
-pub async fn finish(server: tokio::task::JoinHandle<()>) {
-    tokio::time::timeout(Duration::from_secs(2), server)
-        .await
-        .expect("the reconciler did not make every expected call within 2s")
-        .expect("a call did not match");
 }
 
 pub fn state(shoot: ShootContext) -> Snapshot {

@@ -4,6 +4,7 @@
 pub mod fake;
 pub mod mock;
 pub mod providers;
+pub mod real;
 
 use scion::gardener::cluster::CloudProfileConfig;
 use scion::gardener::view::Strings;

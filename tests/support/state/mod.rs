@@ -2,8 +2,6 @@
 
 #![allow(dead_code)] // each test crate uses a part of these
 
-pub mod mock_api;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -26,60 +26,99 @@ use super::{Binaries, eventually};
 pub const START_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// One etcd serving every API server of a test bed (each under its own
-/// `--etcd-prefix`).
+/// `--etcd-prefix`). A fault test stops it ([`Etcd::stop`]) and starts it
+/// again on the same ports and data ([`Etcd::start_again`]).
 pub struct Etcd {
     proc: Mutex<Proc>,
     pub url: String,
+    bins: &'static Binaries,
+    /// `(client, peer)` ports.
+    ports: (u16, u16),
+    data: PathBuf,
+    log: PathBuf,
 }
 
 impl Etcd {
-    pub fn start(bins: &Binaries, dir: &Path) -> Etcd {
+    pub fn start(bins: &'static Binaries, dir: &Path) -> Etcd {
         for attempt in 1..=3 {
-            let (client, peer) = (free_port(), free_port());
-            let url = format!("http://127.0.0.1:{client}");
-            let peer_url = format!("http://127.0.0.1:{peer}");
+            let ports = (free_port(), free_port());
             let data = dir.join(format!("etcd-data-{attempt}"));
-            let mut cmd = Command::new(bins.etcd());
-            cmd.arg("--name=testbed")
-                .arg(format!("--data-dir={}", data.display()))
-                .arg(format!("--listen-client-urls={url}"))
-                .arg(format!("--advertise-client-urls={url}"))
-                .arg(format!("--listen-peer-urls={peer_url}"))
-                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-                .arg(format!("--initial-cluster=testbed={peer_url}"))
-                // a test's data need not survive a power cut
-                .arg("--unsafe-no-fsync")
-                .arg("--log-level=warn");
-            let mut proc = Proc::spawn("etcd", cmd, &dir.join("etcd.log"));
-            let deadline = Instant::now() + START_TIMEOUT;
-            loop {
-                if proc.exited().is_some() {
-                    if proc.log_tail(4000).contains("address already in use") && attempt < 3 {
-                        break;
-                    }
-                    proc.assert_running();
-                }
-                if http_get_ok(&format!("127.0.0.1:{client}"), "/health") {
+            let log = dir.join("etcd.log");
+            let mut proc = Proc::spawn("etcd", Self::command(bins, ports, &data), &log);
+            match Self::wait_healthy(&mut proc, ports.0, attempt < 3) {
+                true => {
                     return Etcd {
                         proc: Mutex::new(proc),
-                        url,
+                        url: format!("http://127.0.0.1:{}", ports.0),
+                        bins,
+                        ports,
+                        data,
+                        log,
                     };
                 }
-                if Instant::now() > deadline {
-                    panic!(
-                        "etcd not healthy after {START_TIMEOUT:?}; its log:\n{}",
-                        proc.log_tail(4000)
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(100));
+                false => continue,
             }
         }
         unreachable!("etcd start loop returns or panics")
     }
 
+    fn command(bins: &Binaries, (client, peer): (u16, u16), data: &Path) -> Command {
+        let url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let mut cmd = Command::new(bins.etcd());
+        cmd.arg("--name=testbed")
+            .arg(format!("--data-dir={}", data.display()))
+            .arg(format!("--listen-client-urls={url}"))
+            .arg(format!("--advertise-client-urls={url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=testbed={peer_url}"))
+            // a test's data need not survive a power cut
+            .arg("--unsafe-no-fsync")
+            .arg("--log-level=warn");
+        cmd
+    }
+
+    /// Wait until `/health` answers; `false` when the port was taken and
+    /// `retry` allows another attempt (panics otherwise).
+    fn wait_healthy(proc: &mut Proc, client: u16, retry: bool) -> bool {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if proc.exited().is_some() {
+                if proc.log_tail(4000).contains("address already in use") && retry {
+                    return false;
+                }
+                proc.assert_running();
+            }
+            if http_get_ok(&format!("127.0.0.1:{client}"), "/health") {
+                return true;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "etcd not healthy after {START_TIMEOUT:?}; its log:\n{}",
+                    proc.log_tail(4000)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Stop etcd now (API servers using it fail from then on).
     pub fn stop(&self) {
         self.proc.lock().unwrap().stop(Duration::from_secs(10));
+    }
+
+    /// Start etcd again after [`Etcd::stop`]: same ports, same data, so the
+    /// API servers reconnect by themselves. Waits until it is healthy.
+    pub fn start_again(&self) {
+        let mut proc = self.proc.lock().unwrap();
+        proc.stop(Duration::from_secs(10));
+        *proc = Proc::spawn(
+            "etcd",
+            Self::command(self.bins, self.ports, &self.data),
+            &self.log,
+        );
+        Self::wait_healthy(&mut proc, self.ports.0, false);
     }
 }
 
@@ -144,6 +183,8 @@ pub struct ApiServer {
     client: kube::Client,
     resources: Mutex<HashMap<String, ApiResource>>,
     bins: &'static Binaries,
+    /// The kube-apiserver flags, for [`ApiServer::start_again`].
+    args: Vec<String>,
     // stopped before the API server
     controller_manager: Option<Proc>,
     proc: Proc,
@@ -152,6 +193,14 @@ pub struct ApiServer {
 }
 
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n";
+
+/// Why an API server did not become ready.
+enum NotReady {
+    /// It exited because its port was taken (another attempt may do).
+    PortTaken,
+    /// It exited otherwise or did not get ready in time.
+    Failed(String),
+}
 
 impl ApiServer {
     /// Start an API server on `etcd` with files under `dir` (which must exist).
@@ -171,49 +220,45 @@ impl ApiServer {
         for attempt in 1..=3 {
             let port = free_port();
             let url = format!("https://127.0.0.1:{port}");
-            let mut cmd = Command::new(bins.kube_apiserver());
-            cmd.arg(format!("--etcd-servers={}", etcd.url))
-                .arg(format!("--etcd-prefix=/{}", options.name))
-                .arg("--bind-address=127.0.0.1")
-                .arg("--advertise-address=127.0.0.1")
-                .arg(format!("--secure-port={port}"))
-                .arg(format!("--tls-cert-file={}", pki.server_cert.display()))
-                .arg(format!(
-                    "--tls-private-key-file={}",
-                    pki.server_key.display()
-                ))
-                .arg(format!("--client-ca-file={}", pki.ca_cert.display()))
-                .arg("--authorization-mode=Node,RBAC")
+            let mut args = vec![
+                format!("--etcd-servers={}", etcd.url),
+                format!("--etcd-prefix=/{}", options.name),
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                format!("--secure-port={port}"),
+                format!("--tls-cert-file={}", pki.server_cert.display()),
+                format!("--tls-private-key-file={}", pki.server_key.display()),
+                format!("--client-ca-file={}", pki.ca_cert.display()),
+                "--authorization-mode=Node,RBAC".into(),
                 // the default admission plugins (MutatingAdmissionWebhook
                 // among them) stay on; nothing is disabled
-                .arg("--service-account-issuer=https://kubernetes.default.svc")
-                .arg(format!(
+                "--service-account-issuer=https://kubernetes.default.svc".into(),
+                format!(
                     "--service-account-key-file={}",
                     pki.service_account_public_key.display()
-                ))
-                .arg(format!(
+                ),
+                format!(
                     "--service-account-signing-key-file={}",
                     pki.service_account_key.display()
-                ))
-                .arg("--service-cluster-ip-range=10.0.0.0/24")
+                ),
+                "--service-cluster-ip-range=10.0.0.0/24".into(),
                 // no kubernetes Service endpoint for a loopback address
-                .arg("--endpoint-reconciler-type=none")
-                .arg("--profiling=false")
-                .arg("--v=1")
-                .args(&options.extra_args);
+                "--endpoint-reconciler-type=none".into(),
+                "--profiling=false".into(),
+                "--v=1".into(),
+            ];
+            args.extend(options.extra_args.iter().cloned());
             if let Some(log) = &audit_log {
-                cmd.arg(format!(
-                    "--audit-policy-file={}",
-                    dir.join("audit-policy.yaml").display()
-                ))
-                .arg(format!("--audit-log-path={}", log.display()))
-                .arg("--audit-log-maxsize=0");
+                args.extend([
+                    format!(
+                        "--audit-policy-file={}",
+                        dir.join("audit-policy.yaml").display()
+                    ),
+                    format!("--audit-log-path={}", log.display()),
+                    "--audit-log-maxsize=0".into(),
+                ]);
             }
-            let mut proc = Proc::spawn(
-                &format!("kube-apiserver ({})", options.name),
-                cmd,
-                &dir.join("kube-apiserver.log"),
-            );
+            let mut proc = Self::spawn(bins, &options.name, &dir, &args);
             let kubeconfig = dir.join("admin.kubeconfig");
             std::fs::write(
                 &kubeconfig,
@@ -228,59 +273,106 @@ impl ApiServer {
             )
             .unwrap();
             let client = client_from(&kubeconfig).await;
-            let deadline = Instant::now() + START_TIMEOUT;
-            loop {
-                if proc.exited().is_some() {
-                    if proc.log_tail(6000).contains("address already in use") && attempt < 3 {
-                        break;
-                    }
-                    proc.assert_running();
-                }
-                let req = http::Request::get("/readyz").body(Vec::new()).unwrap();
-                let last = match client.request_text(req).await {
-                    Ok(text) if text.trim() == "ok" => {
-                        let controller_manager = options.controller_manager.then(|| {
-                            let mut cmd = Command::new(bins.kube_controller_manager());
-                            cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
-                                .arg("--controllers=garbagecollector,namespace")
-                                .arg("--leader-elect=false")
-                                .arg("--secure-port=0")
-                                .arg("--v=1");
-                            Proc::spawn(
-                                &format!("kube-controller-manager ({})", options.name),
-                                cmd,
-                                &dir.join("kube-controller-manager.log"),
-                            )
-                        });
-                        return ApiServer {
-                            controller_manager,
-                            name: options.name.clone(),
-                            dir: dir.clone(),
-                            url,
-                            ca_pem: pki.ca_pem.clone(),
-                            kubeconfig,
-                            audit_log,
-                            client,
-                            resources: Mutex::new(HashMap::new()),
-                            bins,
-                            proc,
-                            _etcd: etcd,
-                        };
-                    }
-                    Ok(text) => text,
-                    Err(e) => e.to_string(),
-                };
-                if Instant::now() > deadline {
-                    panic!(
-                        "kube-apiserver ({}) not ready after {START_TIMEOUT:?} (last answer: {last}); its log:\n{}",
-                        options.name,
-                        proc.log_tail(6000)
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+            match Self::wait_ready(&mut proc, &client, attempt < 3).await {
+                Ok(()) => {}
+                Err(NotReady::PortTaken) => continue,
+                Err(NotReady::Failed(why)) => panic!("kube-apiserver ({}) {why}", options.name),
             }
+            let controller_manager = options.controller_manager.then(|| {
+                let mut cmd = Command::new(bins.kube_controller_manager());
+                cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
+                    .arg("--controllers=garbagecollector,namespace")
+                    .arg("--leader-elect=false")
+                    .arg("--secure-port=0")
+                    .arg("--v=1");
+                Proc::spawn(
+                    &format!("kube-controller-manager ({})", options.name),
+                    cmd,
+                    &dir.join("kube-controller-manager.log"),
+                )
+            });
+            return ApiServer {
+                controller_manager,
+                name: options.name.clone(),
+                dir: dir.clone(),
+                url,
+                ca_pem: pki.ca_pem.clone(),
+                kubeconfig,
+                audit_log,
+                client,
+                resources: Mutex::new(HashMap::new()),
+                bins,
+                args,
+                proc,
+                _etcd: etcd,
+            };
         }
         unreachable!("API server start loop returns or panics")
+    }
+
+    fn spawn(bins: &Binaries, name: &str, dir: &Path, args: &[String]) -> Proc {
+        let mut cmd = Command::new(bins.kube_apiserver());
+        cmd.args(args);
+        Proc::spawn(
+            &format!("kube-apiserver ({name})"),
+            cmd,
+            &dir.join("kube-apiserver.log"),
+        )
+    }
+
+    /// Poll `/readyz` until it says `ok`.
+    async fn wait_ready(
+        proc: &mut Proc,
+        client: &kube::Client,
+        may_retry: bool,
+    ) -> Result<(), NotReady> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = proc.exited() {
+                if proc.log_tail(6000).contains("address already in use") && may_retry {
+                    return Err(NotReady::PortTaken);
+                }
+                return Err(NotReady::Failed(format!(
+                    "exited ({status}); the end of its log:\n{}",
+                    proc.log_tail(6000)
+                )));
+            }
+            let req = http::Request::get("/readyz").body(Vec::new()).unwrap();
+            let last = match client.request_text(req).await {
+                Ok(text) if text.trim() == "ok" => return Ok(()),
+                Ok(text) => text,
+                Err(e) => e.to_string(),
+            };
+            if Instant::now() > deadline {
+                return Err(NotReady::Failed(format!(
+                    "not ready after {START_TIMEOUT:?} (last answer: {last}); its log:\n{}",
+                    proc.log_tail(6000)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Stop the API server: SIGTERM (its graceful shutdown: it stops
+    /// listening at once and drains), SIGKILL after 10 s (seen: a test bed
+    /// API server that had stopped listening took a minute to exit).
+    /// Clients see connection errors until [`ApiServer::start_again`].
+    pub fn stop(&mut self) {
+        self.proc.stop(Duration::from_secs(10));
+    }
+
+    /// Start the stopped API server again: same port, certificates, flags
+    /// and etcd prefix, so every client reconnects by itself. Waits until
+    /// `/readyz` says `ok`.
+    pub async fn start_again(&mut self) {
+        self.proc.stop(Duration::from_secs(10));
+        self.proc = Self::spawn(self.bins, &self.name, &self.dir, &self.args);
+        // without a retry, a taken port is reported as a failure
+        if let Err(NotReady::Failed(why)) =
+            Self::wait_ready(&mut self.proc, &self.client, false).await
+        {
+            panic!("kube-apiserver ({}) after a restart {why}", self.name);
+        }
     }
 
     /// The admin client.

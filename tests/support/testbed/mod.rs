@@ -29,8 +29,11 @@ pub mod apiserver;
 pub mod bins;
 pub mod certs;
 pub mod chart;
+pub mod extension;
+pub mod intercept;
 pub mod process;
 pub mod scion;
+pub mod shared;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -139,6 +139,29 @@ impl Proc {
         }
     }
 
+    /// `kill -9` of the group: no signal handler runs, nothing is drained or
+    /// released. Returns the exit status.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        self.signal(Signal::KILL);
+        self.child.wait().ok()
+    }
+
+    /// `(VmRSS, VmHWM)` in KiB from `/proc/<pid>/status`: resident memory
+    /// now and its peak so far; `None` once the process has ended.
+    pub fn memory_kib(&self) -> Option<(u64, u64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        };
+        Some((field("VmRSS:")?, field("VmHWM:")?))
+    }
+
     /// SIGTERM to the group; SIGKILL after `grace`. Returns the exit status.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
         if let Some(status) = self.exited() {

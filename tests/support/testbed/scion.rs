@@ -67,6 +67,16 @@ impl ScionBuilder {
     /// Start and wait until `/readyz` answers 200 (panics with the log tail
     /// if it exits or is not ready in time).
     pub async fn start(self) -> Scion {
+        self.launch(true).await
+    }
+
+    /// Start and wait only until the health listener answers, ready or not
+    /// (a replica that cannot get ready, on purpose).
+    pub async fn spawn(self) -> Scion {
+        self.launch(false).await
+    }
+
+    async fn launch(self, ready: bool) -> Scion {
         let cert_dir = tempfile::tempdir().unwrap();
         let webhook = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let health = SocketAddr::from(([127, 0, 0, 1], free_port()));
@@ -111,15 +121,15 @@ impl ScionBuilder {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             scion.proc.assert_running();
-            if matches!(
-                scion.http_get(scion.health, "/readyz").await,
-                Some((200, _))
-            ) {
-                return scion;
+            match scion.http_get(scion.health, "/readyz").await {
+                Some((200, _)) => return scion,
+                Some(_) if !ready => return scion,
+                _ => {}
             }
             if Instant::now() > deadline {
                 panic!(
-                    "scion serve not ready after 120 s; its log:\n{}",
+                    "scion serve not {} after 120 s; its log:\n{}",
+                    if ready { "ready" } else { "listening" },
                     scion.proc.log_tail(6000)
                 );
             }
@@ -176,6 +186,28 @@ impl Scion {
             .await
             .map(|(_, body)| body)
             .unwrap_or_default()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    /// `kill -9`: the process ends at once, without draining or releasing
+    /// its Lease (a crashed or OOM-killed pod).
+    pub fn kill(mut self) {
+        self.proc.kill();
+    }
+
+    /// `(resident, peak resident)` memory in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self) -> Option<(u64, u64)> {
+        self.proc.memory_kib()
+    }
+
+    /// `GET <path>` on the health listener (`/readyz`, `/healthz`,
+    /// `/readyz?verbose`): status and body, `None` when nothing answers.
+    pub async fn probe(&self, path: &str) -> Option<(u16, String)> {
+        self.http_get(self.health, path).await
     }
 
     /// SIGTERM, wait for the drain; the exit code.

@@ -623,10 +623,15 @@ async fn a_controlplane_seen_before_the_cluster_list_is_requeued_quietly() {
         .await
         .expect("no failure");
     assert_eq!(action, Action::requeue(Duration::from_secs(1)));
-    assert_eq!(
-        f.lines().await,
-        ["GET /apis/extensions.gardener.cloud/v1alpha1/clusters"],
-        "the live read only"
+    // reads of the Cluster only (the audit log may show the live read's
+    // request more than once), nothing written
+    let lines = f.lines().await;
+    assert!(
+        !lines.is_empty()
+            && lines
+                .iter()
+                .all(|l| l == "GET /apis/extensions.gardener.cloud/v1alpha1/clusters"),
+        "{lines:?}"
     );
     // a complete state without the Cluster
     let ctx = reconciler(f.session.client.clone(), Default::default(), "aws");

@@ -104,7 +104,7 @@ impl ProviderCode for Openstack {
             data.set("caCert", ca);
         }
         data.map.remove("insecure");
-        if config.get("keyStoneForceInsecure") == Some(&Value::Bool(true)) {
+        if config.get("keystoneForceInsecure") == Some(&Value::Bool(true)) {
             data.set("insecure", "true");
         }
         Ok(())
@@ -581,7 +581,7 @@ mod tests {
         let mut s = shoot();
         s.cloud_profile.spec.provider_config.0 = Some(
             json!({"keystoneURL": "https://global", "keystoneCACert": "CA",
-            "keystoneURLs": [{"region": "eu-west-1", "url": "https://eu", "caCert": ""}], "keyStoneForceInsecure": true}),
+            "keystoneURLs": [{"region": "eu-west-1", "url": "https://eu", "caCert": ""}], "keystoneForceInsecure": true}),
         );
         let ctx = SecretContext {
             shoot: &s,

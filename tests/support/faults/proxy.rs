@@ -114,7 +114,7 @@ impl ApiProxy {
     /// `file_name` in the API server's directory.
     pub async fn start(api: &ApiServer, token: &str, file_name: &str) -> ApiProxy {
         let (ca_pem, server_config) = proxy_tls();
-        let upstream = upstream_tls(&api.ca_pem);
+        let upstream = super::review::connector(&api.ca_pem);
         let target: SocketAddr = api
             .url
             .strip_prefix("https://")
@@ -331,20 +331,4 @@ fn proxy_tls() -> (String, rustls::ServerConfig) {
         .unwrap();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     (ca_pem, config)
-}
-
-/// A client configuration trusting the API server's CA; HTTP/1.1.
-fn upstream_tls(ca_pem: &str) -> tokio_rustls::TlsConnector {
-    use rustls_pki_types::pem::PemObject as _;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    tokio_rustls::TlsConnector::from(Arc::new(config))
 }

@@ -144,7 +144,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn connector(ca_pem: &str) -> tokio_rustls::TlsConnector {
+pub(super) fn connector(ca_pem: &str) -> tokio_rustls::TlsConnector {
     use rustls_pki_types::pem::PemObject as _;
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {

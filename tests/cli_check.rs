@@ -303,10 +303,12 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
         .collect();
     assert!(!warnings.is_empty(), "{report:#?}");
     assert!(
-        warnings.iter().all(|(kind, message)| *kind == "ControlPlane"
-            && message.starts_with(
-                "ControlPlaneConfig ipamController.enabled = true is not honoured"
-            )),
+        warnings
+            .iter()
+            .all(|(kind, message)| *kind == "ControlPlane"
+                && message.starts_with(
+                    "ControlPlaneConfig ipamController.enabled = true is not honoured"
+                )),
         "{report:#?}"
     );
     assert_eq!(

@@ -160,6 +160,8 @@ pub struct ApiServerOptions {
     /// on: by default the garbage collector and the namespace controller; a
     /// shoot test adds `persistentvolume-binder` to bind claims to volumes.
     pub controllers: Vec<String>,
+    /// More kube-controller-manager flags.
+    pub controller_manager_args: Vec<String>,
     /// More kube-apiserver flags.
     pub extra_args: Vec<String>,
 }
@@ -171,6 +173,7 @@ impl ApiServerOptions {
             audit: true,
             controller_manager: false,
             controllers: vec!["garbagecollector".into(), "namespace".into()],
+            controller_manager_args: Vec::new(),
             extra_args: Vec::new(),
         }
     }
@@ -290,7 +293,8 @@ impl ApiServer {
                     .arg(format!("--controllers={}", options.controllers.join(",")))
                     .arg("--leader-elect=false")
                     .arg("--secure-port=0")
-                    .arg("--v=1");
+                    .arg("--v=1")
+                    .args(&options.controller_manager_args);
                 Proc::spawn(
                     &format!("kube-controller-manager ({})", options.name),
                     cmd,

@@ -68,8 +68,6 @@ struct Case {
     provider: &'static str,
     /// Changes to the example's Cluster and ControlPlane (JSON), if any.
     change: Option<fn(&mut Value, &mut Value)>,
-    /// More flags for the shoot's kube-apiserver (what the shoot enables).
-    shoot_flags: &'static [&'static str],
     /// Upstream renders a default VolumeSnapshotClass (all but alicloud).
     snapshot_class: bool,
     /// Upstream renders a CSIDriver object for the default class's driver
@@ -95,7 +93,6 @@ impl Case {
         Case {
             provider,
             change: None,
-            shoot_flags: &[],
             snapshot_class: upstream_full,
             csi_driver_object: upstream_full,
             must_render: &[],
@@ -145,11 +142,9 @@ async fn alicloud_example_is_accepted_and_claims_get_the_default_class() {
 async fn gcp_with_every_option_is_accepted_and_claims_and_snapshots_get_the_default_classes() {
     prove(Case {
         change: Some(gcp_everything_on),
-        // What the shoot's kube-apiserver runs with for the policy.
-        shoot_flags: &[
-            "--feature-gates=MutatingAdmissionPolicy=true",
-            "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
-        ],
+        // The shoot API server's MutatingAdmissionPolicy gate and v1beta1
+        // runtime config (the calico policy) come with
+        // ApiServerOptions::shoot, as for every case.
         must_render: &[
             ("Deployment", "ingress-gce"),
             ("Deployment", "csi-driver-filestore-controller"),
@@ -225,19 +220,18 @@ async fn prove(case: Case) {
     let objects_dir = objects_dir(&case, inputs.path());
     let printed = render_managed_resources(p, &objects_dir, &ns);
 
-    let mut shoot_flags = vec![
-        // A shoot's kube-apiserver allows privileged containers (Gardener
-        // sets --allow-privileged=true): the node plugins are privileged.
-        "--allow-privileged=true".to_owned(),
-        // On by default in kube-apiserver; named so that the claim's default
-        // class below cannot silently depend on a changed default.
-        "--enable-admission-plugins=DefaultStorageClass".to_owned(),
-    ];
-    shoot_flags.extend(case.shoot_flags.iter().map(|f| (*f).to_owned()));
+    // Gardener's shoot kube-apiserver flags (ApiServerOptions::shoot:
+    // privileged node plugins, the MutatingAdmissionPolicy API), and the
+    // DefaultStorageClass admission plugin: on by default in kube-apiserver,
+    // named so that the claim's default class below cannot silently depend
+    // on a changed default.
+    let mut shoot_options = ApiServerOptions::shoot("shoot");
+    shoot_options
+        .extra_args
+        .push("--enable-admission-plugins=DefaultStorageClass".to_owned());
     let bed = Testbed::start_with(&[
         ApiServerOptions::named("seed"),
         ApiServerOptions {
-            extra_args: shoot_flags,
             // The volume binder binds the snapshot's claim to its volume.
             controller_manager: true,
             controllers: vec![
@@ -248,7 +242,7 @@ async fn prove(case: Case) {
             // The binder retries a claim it saw before its volume every sync
             // period (15 s by default); 1 s keeps the test short.
             controller_manager_args: vec!["--pvclaimbinder-sync-period=1s".into()],
-            ..ApiServerOptions::named("shoot")
+            ..shoot_options
         },
     ])
     .await;

@@ -158,6 +158,21 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
         (
             gcp().replace(
                 "deployments: [cloud-controller-manager]",
+                "deployments: [{name: cloud-controller-manager, when: {dualStak: true}}]",
+            ),
+            vec![file, "field health.deployments[0].when", "dualStak"],
+        ),
+        (
+            // the health checks know the shoot, not the component's values
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [{name: cloud-controller-manager, when: {value: {of: replicas, equals: 1}}}]",
+            ),
+            vec![file, "field health.deployments[0].when", "value"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
                 "deployment: [cloud-controller-manager]",
             ),
             vec![file, "health", "unknown field `deployment`"],

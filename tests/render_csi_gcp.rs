@@ -2378,16 +2378,32 @@ fn rendering_is_deterministic_and_places_every_object() {
 
 #[test]
 fn the_health_checks_cover_upstreams_seed_deployments() {
+    use scion::profile::Facts;
     let spec = support::controller::builtin_spec("gcp").expect("gcp");
     // pkg/controller/healthcheck/add.go: the CCM, the PD controller and the
-    // snapshot controller; ingress-gce only while dual-stack in the spec, which
-    // the unconditional list cannot say (docs/controlplane.md); none for Filestore.
+    // snapshot controller; ingress-gce only while dual-stack (its pre-check);
+    // none for Filestore.
+    let single = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
     assert_eq!(
-        spec.health_deployments(),
+        spec.health_deployments_for(&Facts::of_shoot(&single))
+            .unwrap(),
         [
             "cloud-controller-manager",
             "csi-driver-controller",
             "csi-snapshot-controller"
         ]
     );
+    let dual = provider_shoot("gcp", "europe-west1", &["IPv4", "IPv6"], false);
+    assert_eq!(
+        spec.health_deployments_for(&Facts::of_shoot(&dual))
+            .unwrap(),
+        [
+            "cloud-controller-manager",
+            "csi-driver-controller",
+            "csi-snapshot-controller",
+            "ingress-gce"
+        ]
+    );
+    // every Deployment that may be checked, for the RBAC and the caches
+    assert_eq!(spec.health_deployments().len(), 4);
 }

@@ -99,16 +99,36 @@ impl ControlPlaneSpec {
             .collect()
     }
 
-    /// The seed Deployments the health checks look at (each component's
-    /// `health.deployments`), each once, in component order.
+    /// Every seed Deployment the health checks may look at (each
+    /// component's `health.deployments`, conditional ones included), each
+    /// once, in component order.
     pub fn health_deployments(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
-        for name in self.components.iter().flat_map(|c| &c.health_deployments) {
-            if !out.contains(&name.as_str()) {
-                out.push(name);
+        for d in self.components.iter().flat_map(|c| &c.health_deployments) {
+            if !out.contains(&d.name.as_str()) {
+                out.push(&d.name);
             }
         }
         out
+    }
+
+    /// The seed Deployments the health checks look at for one shoot: those
+    /// of [`Self::health_deployments`] whose `when` holds for its facts.
+    pub fn health_deployments_for(
+        &self,
+        facts: &crate::profile::Facts<'_>,
+    ) -> Result<Vec<&str>, crate::profile::ConditionError> {
+        let mut out: Vec<&str> = Vec::new();
+        for d in self.components.iter().flat_map(|c| &c.health_deployments) {
+            let wanted = match &d.when {
+                Some(when) => when.eval(facts)?,
+                None => true,
+            };
+            if wanted && !out.contains(&d.name.as_str()) {
+                out.push(&d.name);
+            }
+        }
+        Ok(out)
     }
 
     /// The image names the components use, each once, in order.

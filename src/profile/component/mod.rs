@@ -11,7 +11,7 @@
 //! certificates:                             # serving certificates, read as ${secrets.<name>}
 //! - {name: x-webhook, commonName: x-webhook, service: x-webhook, signedBy: currentCA}
 //! health:                                   # seed Deployments that join ControlPlaneHealthy
-//!   deployments: [cloud-controller-manager]
+//!   deployments: [cloud-controller-manager, {name: ingress-gce, when: {dualStack: true}}]
 //! values:                                   # named values, used as ${name}
 //!   labels: {app: kubernetes, role: cloud-controller-manager}
 //! objects:
@@ -215,7 +215,17 @@ pub struct Component {
     /// `ControlPlaneHealthy` condition, as upstream's
     /// `pkg/controller/healthcheck/add.go` lists them; each is one of the
     /// component's own `into: seed` Deployments.
-    pub health_deployments: Vec<String>,
+    pub health_deployments: Vec<HealthDeployment>,
+}
+
+/// A seed Deployment of `health.deployments`: a name, or `{name, when}` for
+/// one upstream checks only for some shoots (gcp's `ingress-gce` when the
+/// shoot is dual-stack). `when` uses the shoot's facts only (no component
+/// values, no credentials): the health checks evaluate it per shoot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthDeployment {
+    pub name: String,
+    pub when: Option<Condition>,
 }
 
 /// One object (or, with `each`, several) of a component.
@@ -277,7 +287,23 @@ enum SignedBy {
 #[serde(deny_unknown_fields)]
 struct HealthFile {
     #[serde(default)]
-    deployments: Vec<String>,
+    deployments: Vec<HealthEntry>,
+}
+
+/// One entry of `health.deployments`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum HealthEntry {
+    Name(String),
+    When { name: String, when: Value },
+}
+
+impl HealthEntry {
+    fn name(&self) -> &str {
+        match self {
+            HealthEntry::Name(name) | HealthEntry::When { name, .. } => name,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -389,9 +415,11 @@ impl Component {
                 current_ca: c.signed_by == SignedBy::CurrentCa,
             });
         }
-        for (i, name) in raw.health.deployments.iter().enumerate() {
+        let mut health_deployments = Vec::with_capacity(raw.health.deployments.len());
+        for (i, entry) in raw.health.deployments.iter().enumerate() {
             let field = format!("health.deployments[{i}]");
-            if raw.health.deployments[..i].contains(name) {
+            let name = &entry.name().to_owned();
+            if raw.health.deployments[..i].iter().any(|e| e.name() == name) {
                 return Err(whole(field, format!("{name:?} is listed twice")));
             }
             let own = raw.objects.iter().any(|o| {
@@ -408,6 +436,17 @@ impl Component {
                     ),
                 ));
             }
+            let when = match entry {
+                HealthEntry::Name(_) => None,
+                HealthEntry::When { when, .. } => Some(
+                    Condition::compile(when, "when", Place::Rule)
+                        .map_err(|(f, message)| whole(format!("{field}.{f}"), message))?,
+                ),
+            };
+            health_deployments.push(HealthDeployment {
+                name: name.clone(),
+                when,
+            });
         }
         let mut values = BTreeMap::new();
         for (name, v) in &raw.values {
@@ -494,7 +533,7 @@ impl Component {
             certificates,
             values,
             objects,
-            health_deployments: raw.health.deployments,
+            health_deployments,
         };
         let mut secrets: Vec<&str> = known.secrets.to_vec();
         secrets.extend(component.certificates.iter().map(|c| c.name.as_str()));

@@ -8,6 +8,8 @@
 
 mod support;
 
+use support::render::*;
+
 use std::process::Command;
 
 use base64::Engine as _;
@@ -92,19 +94,6 @@ fn find<'a>(
 
 fn seed<'a>(r: &'a Rendered, kind: &str, name: &str) -> &'a Value {
     find(&r.seed, kind, name).unwrap_or_else(|| panic!("seed {kind}/{name}"))
-}
-
-fn container<'a>(deployment: &'a Value, name: &str) -> &'a Value {
-    deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers")
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("container {name}"))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).expect("strings")
 }
 
 fn shoot_names(r: &Rendered) -> Vec<String> {

@@ -6,11 +6,13 @@
 
 mod support;
 
+use support::render::*;
+
 use base64::Engine as _;
 use scion::gardener::{ControlPlane, ObjectData, ShootContext};
 use scion::profile::{FindOptions, ImageVector};
 use scion::render::Rendered;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::controller::providers::{alicloud_cp, provider_shoot};
 use support::controller::{NS, object, render_builtin, secret};
 
@@ -49,32 +51,6 @@ fn render(cp: &ControlPlane, creds: &ObjectData) -> Rendered {
 
 fn rendered() -> Rendered {
     render(&with_ad_controller(Some(true)), &credentials())
-}
-
-fn container<'a>(workload: &'a Value, name: &str) -> &'a Value {
-    workload["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers")
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("container {name}"))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).expect("strings")
-}
-
-fn names(list: &Value) -> Vec<String> {
-    list.as_array()
-        .expect("list")
-        .iter()
-        .map(|v| v["name"].as_str().expect("name").to_string())
-        .collect()
-}
-
-fn sha256_hex(text: &str) -> String {
-    use sha2::Digest as _;
-    format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
 }
 
 #[test]

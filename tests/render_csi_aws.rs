@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::render::*;
+
 use scion::gardener::ShootContext;
 use scion::render::Rendered;
 use serde_json::{Value, json};
@@ -30,42 +32,6 @@ fn render_with(shoot: &ShootContext, provider_config: Option<Value>, wi: bool) -
 
 fn render_default() -> Rendered {
     render_with(&shoot(&["IPv4"], false), None, false)
-}
-
-fn containers(d: &Value) -> Vec<&Value> {
-    d["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers")
-        .iter()
-        .collect()
-}
-
-fn container<'a>(d: &'a Value, name: &str) -> &'a Value {
-    containers(d)
-        .into_iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("container {name}"))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .expect("list")
-        .iter()
-        .map(|s| s.as_str().expect("string").to_string())
-        .collect()
-}
-
-fn with_version(mut s: ShootContext, minor: u64) -> ShootContext {
-    s.shoot.spec.kubernetes.version = semver::Version::new(1, minor, 2);
-    s
-}
-
-fn with_annotation(mut s: ShootContext, key: &str, value: &str) -> ShootContext {
-    s.shoot
-        .metadata
-        .annotations
-        .insert(key.to_string(), value.to_string());
-    s
 }
 
 #[test]

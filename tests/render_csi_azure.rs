@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::render::*;
+
 use std::collections::BTreeMap;
 
 use scion::gardener::ShootContext;
@@ -38,23 +40,6 @@ fn annotated(pairs: &[(&str, &str)]) -> ShootContext {
             .insert(format!("{ANNOTATION}{k}"), v.to_string());
     }
     s
-}
-
-fn with_version(mut s: ShootContext, minor: u64) -> ShootContext {
-    s.shoot.spec.kubernetes.version = semver::Version::new(1, minor, 2);
-    s
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"))
-}
-
-fn names(list: &Value) -> Vec<String> {
-    list.as_array()
-        .expect("list")
-        .iter()
-        .map(|v| v["name"].as_str().expect("name").to_string())
-        .collect()
 }
 
 fn pod(r: &Rendered, kind: &str, name: &str) -> Value {

@@ -9,12 +9,13 @@
 
 mod support;
 
+use support::render::*;
+
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use semver::Version;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use scion::gardener::view::Strings;
 use scion::gardener::{ObjectData, ShootContext};
@@ -38,14 +39,6 @@ const P: &str = "extensions.gardener.cloud:provider-gcp:";
 fn gcp_shoot(minor: u64) -> ShootContext {
     let mut s = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
     s.shoot.spec.kubernetes.version = Version::new(1, minor, 2);
-    s
-}
-
-fn with_annotation(mut s: ShootContext, key: &str, value: &str) -> ShootContext {
-    s.shoot
-        .metadata
-        .annotations
-        .insert(key.to_string(), value.to_string());
     s
 }
 
@@ -86,34 +79,6 @@ fn names(r: &Rendered, into: Destination) -> Vec<String> {
     r.of(into)
         .iter()
         .map(|o| format!("{}/{}", o.kind, o.name))
-        .collect()
-}
-
-fn container<'a>(workload: &'a Value, name: &str) -> &'a Value {
-    workload["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers")
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("container {name}"))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"))
-}
-
-fn args(workload: &Value, name: &str) -> Vec<String> {
-    strings(&container(workload, name)["args"])
-}
-
-fn pod_spec(workload: &Value) -> &Value {
-    &workload["spec"]["template"]["spec"]
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
         .collect()
 }
 

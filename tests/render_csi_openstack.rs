@@ -8,6 +8,8 @@
 
 mod support;
 
+use support::render::*;
+
 use base64::Engine as _;
 use scion::gardener::{ControlPlane, ObjectData, ShootContext};
 use scion::profile::{FindOptions, ImageVector};
@@ -130,27 +132,6 @@ fn decoded(obj: &Value, key: &str) -> String {
             .expect("base64"),
     )
     .expect("utf-8")
-}
-
-fn container<'a>(deployment: &'a Value, name: &str) -> &'a Value {
-    deployment["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers")
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("container {name}"))
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    serde_json::from_value(v.clone()).expect("strings")
-}
-
-fn names(list: &Value) -> Vec<String> {
-    list.as_array()
-        .expect("list")
-        .iter()
-        .map(|v| v["name"].as_str().expect("name").to_string())
-        .collect()
 }
 
 #[test]

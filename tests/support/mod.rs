@@ -6,6 +6,7 @@ pub mod controller;
 pub mod deploy;
 pub mod hostile;
 pub mod mutation;
+pub mod render;
 pub mod server;
 pub mod state;
 pub mod testbed;

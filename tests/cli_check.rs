@@ -211,7 +211,10 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
     let api = &bed.seed;
     api.install_crds().await;
     let engine = Engine::new(Profile::builtin("aws").unwrap());
-    let controlplane = yaml("examples/objects/aws/controlplane.yaml");
+    let mut controlplane = yaml("examples/objects/aws/controlplane.yaml");
+    // a field scion does not honour, for the warning row (issue 25 item 2);
+    // everything the example sets is honoured
+    controlplane["spec"]["providerConfig"]["ipamController"] = json!({"enabled": true});
     let cluster = yaml("examples/objects/aws/cluster.yaml");
     let gcp_cluster = yaml("examples/objects/gcp/cluster.yaml");
     let secret = yaml("examples/objects/aws/secret-cloudprovider.yaml");
@@ -300,10 +303,12 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
         .collect();
     assert!(!warnings.is_empty(), "{report:#?}");
     assert!(
-        warnings.iter().all(|(kind, message)| *kind == "ControlPlane"
-            && message.starts_with(
-                "ControlPlaneConfig cloudControllerManager.useCustomRouteController = true is not honoured"
-            )),
+        warnings
+            .iter()
+            .all(|(kind, message)| *kind == "ControlPlane"
+                && message.starts_with(
+                    "ControlPlaneConfig ipamController.enabled = true is not honoured"
+                )),
         "{report:#?}"
     );
     assert_eq!(
@@ -388,8 +393,9 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
             "{report:#?}"
         );
     }
-    // without certificate Secrets the three are generated, and the CCM
-    // Deployment mounts the new serving certificate
+    // without certificate Secrets the four are generated; the CCM
+    // Deployment mounts the new serving certificate, and the shoot's ALB
+    // webhook configurations carry the new CA's bundle
     assert_eq!(
         rows(&report, NO_CERTS, &["Secret", "ManagedResource"])[1..],
         [
@@ -400,9 +406,14 @@ async fn reports_matching_and_differing_shoots_and_only_reads() {
                 Verdict::Missing
             ),
             ("Secret", secrets::SERVER_CONFIG, Verdict::Missing),
+            (
+                "Secret",
+                "aws-load-balancer-controller-webhook-service",
+                Verdict::Missing
+            ),
             ("ManagedResource", controlplane::CONFIG_MR, Verdict::Matches),
             ("ManagedResource", SEED_MR, Verdict::Differs),
-            ("ManagedResource", SHOOT_MR, Verdict::Matches),
+            ("ManagedResource", SHOOT_MR, Verdict::Differs),
             ("ManagedResource", SHOOT_CRDS_MR, Verdict::Matches),
             ("ManagedResource", STORAGECLASSES_MR, Verdict::Matches),
         ],

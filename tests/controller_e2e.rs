@@ -33,14 +33,16 @@ mod testbed;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use scion::controller::controlplane::{CONFIG_MR, SEED_MR, SHOOT_MR};
+use scion::controller::controlplane::{
+    CONFIG_MR, SEED_MR, SHOOT_CRDS_MR, SHOOT_MR, STORAGECLASSES_MR,
+};
 use scion::profile::BUILTIN_PROVIDERS;
 use serde_json::{Value, json};
 use testbed::extension::{
     self, CP_API, Grm, MR_API, check_role, controlplane, install_chart, list, metric_sum, name_of,
     not_matching, request, requests, scion_check, wait_succeeded, warnings, writes,
 };
-use testbed::{ApiServer, Scion, Testbed, eventually};
+use testbed::{ApiServer, ApiServerOptions, Scion, Testbed, eventually};
 
 const CP: &str = "control-plane";
 const FINALIZER: &str = "extensions.gardener.cloud/controlplane";
@@ -87,15 +89,29 @@ async fn settled(scion: &Scion, at_least: f64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_provider_reconciled_applied_checked_and_deleted() {
-    let bed = Testbed::start_with_shoot().await;
-    let shoot = bed.shoot.as_ref().unwrap();
-    futures::join!(bed.seed.install_crds(), shoot.install_crds());
-    let runs = BUILTIN_PROVIDERS.iter().map(|p| lifecycle(&bed, p));
+    // one shoot API server per provider: each shoot gets its own `default`
+    // StorageClass, CSIDriver and cluster roles, as on real shoots
+    let mut servers = vec![ApiServerOptions::named("seed")];
+    servers.extend(
+        BUILTIN_PROVIDERS
+            .iter()
+            .map(|p| ApiServerOptions::shoot(&format!("shoot-{p}"))),
+    );
+    let bed = Testbed::start_with(&servers).await;
+    let shoots: Vec<&ApiServer> = bed.shoot.iter().chain(&bed.more).collect();
+    let crds = std::iter::once(&bed.seed)
+        .chain(shoots.iter().copied())
+        .map(ApiServer::install_crds);
+    futures::future::join_all(crds).await;
+    let runs = BUILTIN_PROVIDERS
+        .iter()
+        .zip(&shoots)
+        .map(|(p, shoot)| lifecycle(&bed, p, shoot));
     futures::future::join_all(runs).await;
 }
 
-async fn lifecycle(bed: &Testbed, provider: &str) {
-    let (seed, shoot) = (&bed.seed, bed.shoot.as_ref().unwrap());
+async fn lifecycle(bed: &Testbed, provider: &str, shoot: &ApiServer) {
+    let seed = &bed.seed;
     let grm = Grm {
         seed,
         shoot: Some(shoot),
@@ -123,18 +139,27 @@ async fn lifecycle(bed: &Testbed, provider: &str) {
         json!([FINALIZER]),
         "{provider}"
     );
-    // the configuration ManagedResource exists when a component writes into it
-    let config_mr = scion::profile::Profile::builtin(provider)
-        .unwrap()
-        .control_plane()
-        .unwrap()
-        .components
-        .iter()
-        .flat_map(|c| &c.objects)
-        .any(|o| o.into == scion::profile::component::Destination::Configuration);
+    // the seed and shoot ManagedResources always; the configuration, CRD
+    // and storage-class ones when a component writes into them
+    use scion::profile::component::Destination;
+    let profile = scion::profile::Profile::builtin(provider).unwrap();
+    let plane = profile.control_plane().unwrap();
+    let renders_into = |to: Destination| {
+        plane
+            .components
+            .iter()
+            .flat_map(|c| &c.objects)
+            .any(|o| o.into == to)
+    };
     let mut expected_mrs = vec![SEED_MR, SHOOT_MR];
-    if config_mr {
-        expected_mrs.push(CONFIG_MR);
+    for (to, name) in [
+        (Destination::Configuration, CONFIG_MR),
+        (Destination::ShootCrds, SHOOT_CRDS_MR),
+        (Destination::StorageClasses, STORAGECLASSES_MR),
+    ] {
+        if renders_into(to) {
+            expected_mrs.push(name);
+        }
     }
     expected_mrs.sort();
     let mrs = grm.managed_resources(&ns).await;
@@ -297,7 +322,7 @@ async fn lifecycle(bed: &Testbed, provider: &str) {
         "{provider}: the feature gate is not rendered: {ccm}"
     );
     grm.apply(&ns).await;
-    extension::report_ccm(seed, &ns, true).await;
+    extension::report_deployments(seed, &ns, true).await;
     let (code, report, stderr) = scion_check(provider, &check_kubeconfig, &[]).await;
     assert_eq!(
         (code, not_matching(&report)),
@@ -415,7 +440,7 @@ async fn control_plane_healthy_after_every_fresh_start_and_restart() {
     for restart in 0..8 {
         let available = restart % 2 == 1;
         for ns in &namespaces {
-            extension::report_ccm(seed, ns, available).await;
+            extension::report_deployments(seed, ns, available).await;
         }
         let scion = installed.scion(&bed).start().await;
         let status = if available { "True" } else { "False" };
@@ -507,6 +532,8 @@ async fn a_forbidden_watch_is_logged_once_in_plain_words(
             "managedresources extension-controlplane-configuration-seed",
             "managedresources extension-controlplane-seed",
             "managedresources extension-controlplane-shoot",
+            "managedresources extension-controlplane-shoot-crds",
+            "managedresources extension-controlplane-storageclasses",
         ],
         "each cache's error once: {failed:#?}"
     );

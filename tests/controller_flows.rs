@@ -77,7 +77,12 @@ async fn create_writes_certificates_access_secrets_and_five_managed_resources() 
         [
             "PATCH cp",
             "PATCH cp/status",
-            // CA, bundle, server certificate, 7 shoot access Secrets
+            // CA, bundle, the CCM's and the ALB webhook's server
+            // certificates, 10 shoot access Secrets
+            "POST secret",
+            "POST secret",
+            "POST secret",
+            "POST secret",
             "POST secret",
             "POST secret",
             "POST secret",
@@ -108,6 +113,8 @@ async fn create_writes_certificates_access_secrets_and_five_managed_resources() 
             "ca-provider-aws-controlplane",
             "ca-provider-aws-controlplane-bundle",
             "cloud-controller-manager-server",
+            // gardener-csi.md aws §1 row 1: the ALB webhook's server certificate
+            "aws-load-balancer-controller-webhook-service",
             "shoot-access-cloud-controller-manager",
             "shoot-access-csi-provisioner",
             "shoot-access-csi-attacher",
@@ -115,6 +122,9 @@ async fn create_writes_certificates_access_secrets_and_five_managed_resources() 
             "shoot-access-csi-resizer",
             "shoot-access-csi-snapshot-controller",
             "shoot-access-csi-volume-modifier",
+            "shoot-access-aws-custom-route-controller",
+            "shoot-access-aws-ipam-controller",
+            "shoot-access-aws-load-balancer-controller",
             CONFIG_MR,
             CONFIG_MR,
             SEED_MR,

@@ -29,11 +29,13 @@ fn pod_spec() -> Value {
     ]);
     json!({
         "serviceAccountName": "sa",
+        "hostNetwork": false,
         "initContainers": [{"name": "init", "image": "registry.example/init:1", "command": ["true"]}],
         "containers": [
             {"name": "app", "image": "registry.example/app:1.2",
              "ports": [{"name": "http", "containerPort": 8080}],
              "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                     {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
                      {"name": "PLAIN", "value": "1"}],
              "livenessProbe": {"httpGet": {"port": 8080}},
              "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 5},
@@ -52,7 +54,8 @@ fn pod_spec() -> Value {
                 {"serviceAccountToken": {"path": "token"}},
                 {"downwardAPI": {"items": [{"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}},
             {"name": "downward", "downwardAPI": {"items": [
-                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                {"path": "memory", "resourceFieldRef": {"containerName": "app", "resource": "limits.memory"}}]}},
             {"name": "log", "hostPath": {"path": "/var/log"}},
         ],
     })
@@ -92,6 +95,9 @@ fn objects(ns: &str) -> Vec<Value> {
             "spec": {"selector": {"app": "d"},
                      "ports": [{"name": "https", "port": 443},
                                {"name": "http", "port": 80, "targetPort": 8080}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": meta("lb"),
+            "spec": {"type": "LoadBalancer", "selector": {},
+                     "ports": [{"name": "dummy", "port": 1234, "protocol": "UDP"}]}}),
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta("secret"),
             "data": {"key": "dmFsdWU="}}),
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta("egress"),
@@ -107,6 +113,30 @@ fn objects(ns: &str) -> Vec<Value> {
             "metadata": {"name": format!("{ns}-crb")},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
             "subjects": subjects}),
+        // cluster-scoped, named after the namespace
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": format!("{ns}-sc")}, "provisioner": "disk.csi.example.com"}),
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+            "metadata": {"name": format!("{ns}.csi.example.com")}, "spec": {}}),
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("widgets.{ns}.example.com")},
+            "spec": {"group": format!("{ns}.example.com"), "scope": "Namespaced",
+                     "names": {"plural": "widgets", "kind": "Widget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object"}}}]}}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": format!("{ns}-mutating")},
+            "webhooks": [{"name": "m.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"name": "svc", "namespace": ns}},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}],
+                // never called: no object matches
+                "objectSelector": {"matchLabels": {"never": "matched"}}}]}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": format!("{ns}-validating")},
+            "webhooks": [{"name": "v.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"name": "svc", "namespace": ns}},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}],
+                "objectSelector": {"matchLabels": {"never": "matched"}}}]}),
     ]
 }
 

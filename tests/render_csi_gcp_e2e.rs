@@ -24,7 +24,7 @@ use scion::profile::{ImageVector, Profile};
 use scion::render::{DesiredObject, RenderInput, Rendered};
 use semver::Version;
 use serde_json::{Value, json};
-use testbed::{ApiServerOptions, Testbed};
+use testbed::Testbed;
 
 const NS: &str = "shoot--dev--gcp";
 const MANAGER: &str = "gardener-resource-manager";
@@ -114,20 +114,7 @@ async fn every_gcp_object_with_every_option_is_accepted_and_the_default_class_is
         );
     }
 
-    let bed = Testbed::start_with(&[
-        ApiServerOptions::named("seed"),
-        ApiServerOptions {
-            // A shoot's kube-apiserver allows privileged containers (Gardener
-            // sets --allow-privileged=true): the node plugins are privileged.
-            extra_args: vec![
-                "--allow-privileged=true".into(),
-                "--feature-gates=MutatingAdmissionPolicy=true".into(),
-                "--runtime-config=admissionregistration.k8s.io/v1beta1=true".into(),
-            ],
-            ..ApiServerOptions::named("shoot")
-        },
-    ])
-    .await;
+    let bed = Testbed::start_with_shoot().await;
     let seed = &bed.seed;
     let shoot = bed.shoot.as_ref().expect("shoot API server");
 

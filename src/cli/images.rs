@@ -81,8 +81,24 @@ mod tests {
         .unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        // five CCM minors, the MCM sidecar, eight ecr-credential-provider minors
-        assert_eq!(lines.len(), 14, "{text}");
+        // five CCM minors, the MCM sidecar, eight ecr-credential-provider
+        // minors, and the fifteen CSI and extra images of the reference's
+        // image vector (gardener-csi.md, aws section 7: two provisioner and
+        // two resizer pins, each sidecar once)
+        assert_eq!(lines.len(), 29, "{text}");
+        for image in [
+            "registry.k8s.io/provider-aws/aws-ebs-csi-driver:v1.63.1",
+            "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0",
+            "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+            "registry.k8s.io/sig-storage/csi-resizer:v1.14.0",
+            "registry.k8s.io/sig-storage/csi-resizer:v2.2.1",
+            "registry.k8s.io/sig-storage/snapshot-controller:v8.6.0",
+            "public.ecr.aws/ebs-csi-driver/volume-modifier-for-k8s:v0.9.3",
+            "public.ecr.aws/efs-csi-driver/amazon/aws-efs-csi-driver:v3.4.1",
+            "public.ecr.aws/eks/aws-load-balancer-controller:v3.5.0",
+        ] {
+            assert_eq!(lines.iter().filter(|l| **l == image).count(), 1, "{image}");
+        }
         assert!(lines.contains(
             &"europe-docker.pkg.dev/gardener-project/releases/gardener/extensions/ecr-credential-provider:v1.29.0"
         ));

@@ -16,18 +16,22 @@
 //!
 //! | kind | defaults |
 //! |---|---|
-//! | pod template (Deployment, DaemonSet, StatefulSet, Job) | a null `metadata.creationTimestamp` (older servers' serialization) stored as none; `restartPolicy: Always`, `terminationGracePeriodSeconds: 30`, `dnsPolicy: ClusterFirst`, `securityContext: {}`, `schedulerName: default-scheduler`, `serviceAccount` = `serviceAccountName` (the deprecated twin the conversion fills in; either way round) (not `enableServiceLinks`: the server defaults it on Pods only, `SetDefaults_Pod`); containers and init containers: `resources: {}`, `terminationMessagePath: /dev/termination-log`, `terminationMessagePolicy: File`, `imagePullPolicy` (`Always` for `:latest` or no tag, else `IfNotPresent`), port `protocol: TCP`, env `fieldRef.apiVersion: v1`, probes `timeoutSeconds: 1`, `periodSeconds: 10`, `successThreshold: 1`, `failureThreshold: 3`, `httpGet.path: /`, `httpGet.scheme: HTTP`; volumes: `defaultMode: 420` of `secret`, `configMap`, `projected`, `downwardAPI`, `hostPath.type: ""`, `fieldRef.apiVersion: v1` of downward API items (also projected), `expirationSeconds: 3600` of a projected `serviceAccountToken` |
+//! | pod template (Deployment, DaemonSet, StatefulSet, Job) | a null `metadata.creationTimestamp` (older servers' serialization) stored as none; `restartPolicy: Always`, `terminationGracePeriodSeconds: 30`, `dnsPolicy: ClusterFirst`, `securityContext: {}`, `schedulerName: default-scheduler`, `hostNetwork`/`hostPID`/`hostIPC` false stored as none, `serviceAccount` = `serviceAccountName` (the deprecated twin the conversion fills in; either way round) (not `enableServiceLinks`: the server defaults it on Pods only, `SetDefaults_Pod`); containers and init containers: `resources: {}`, `terminationMessagePath: /dev/termination-log`, `terminationMessagePolicy: File`, `imagePullPolicy` (`Always` for `:latest` or no tag, else `IfNotPresent`), port `protocol: TCP`, env `fieldRef.apiVersion: v1`, `resourceFieldRef.divisor: "0"` (also in downward API items), probes `timeoutSeconds: 1`, `periodSeconds: 10`, `successThreshold: 1`, `failureThreshold: 3`, `httpGet.path: /`, `httpGet.scheme: HTTP`; volumes: `defaultMode: 420` of `secret`, `configMap`, `projected`, `downwardAPI`, `hostPath.type: ""`, `fieldRef.apiVersion: v1` of downward API items (also projected), `expirationSeconds: 3600` of a projected `serviceAccountToken` |
 //! | Deployment | `replicas: 1`, `strategy: RollingUpdate` 25 %/25 %, `revisionHistoryLimit: 10`, `progressDeadlineSeconds: 600` |
 //! | DaemonSet | `updateStrategy: RollingUpdate`, `maxUnavailable: 1`, `maxSurge: 0`, `revisionHistoryLimit: 10` |
 //! | StatefulSet | `replicas: 1`, `revisionHistoryLimit: 10`, `podManagementPolicy: OrderedReady`, `updateStrategy: RollingUpdate` with `partition: 0`, `persistentVolumeClaimRetentionPolicy` `Retain`/`Retain`; volume claim templates: `apiVersion: v1`, `kind: PersistentVolumeClaim`, `volumeMode: Filesystem`, `status.phase: Pending` |
 //! | Job | `completions: 1` and `parallelism: 1` (when neither is set; `parallelism` alone otherwise), `backoffLimit: 6` (max int32 with `backoffLimitPerIndex`), `completionMode: NonIndexed`, `suspend: false`, `manualSelector: false`, `podReplacementPolicy: TerminatingOrFailed` (`Failed` with a `podFailurePolicy`); without `manualSelector` the template's `job-name` and `batch.kubernetes.io/job-name` labels; `metadata.labels` = the template's when absent (the selector and `controller-uid` labels are allocations) |
-//! | Service | `type: ClusterIP`, `sessionAffinity: None`, `internalTrafficPolicy: Cluster`, port `protocol: TCP`, `targetPort` = `port` |
+//! | Service | `type: ClusterIP`, `sessionAffinity: None`, `internalTrafficPolicy: Cluster`, `externalTrafficPolicy: Cluster` (NodePort, LoadBalancer), `allocateLoadBalancerNodePorts: true` (LoadBalancer), port `protocol: TCP`, `targetPort` = `port`; an empty `selector` is stored as none |
 //! | Secret | `type: Opaque` |
 //! | NetworkPolicy | `policyTypes` (`Ingress`, plus `Egress` when it has egress rules), port `protocol: TCP`; an empty `ingress` or `egress` list is stored as none |
 //! | RoleBinding, ClusterRoleBinding | subject `apiGroup`: `rbac.authorization.k8s.io` for users and groups; none for service accounts (defaulted to `""`, which is stored as none) |
+//! | MutatingWebhookConfiguration, ValidatingWebhookConfiguration | per webhook `failurePolicy: Fail`, `matchPolicy: Equivalent`, `namespaceSelector: {}`, `objectSelector: {}`, `timeoutSeconds: 10`, `reinvocationPolicy: Never` (mutating), rule `scope: "*"`, service `port: 443` (`pkg/apis/admissionregistration/v1/defaults.go`) |
+//! | StorageClass | `reclaimPolicy: Delete`, `volumeBindingMode: Immediate` (`pkg/apis/storage/v1/defaults.go`) |
+//! | CSIDriver | `attachRequired: true`, `podInfoOnMount: false`, `storageCapacity: false`, `fsGroupPolicy: ReadWriteOnceWithFSType`, `requiresRepublish: false`, `seLinuxMount: false` (feature SELinuxMountReadWriteOncePod, on by default), `volumeLifecycleModes: [Persistent]` when empty |
+//! | CustomResourceDefinition | `names.singular` = the lower-case kind, `names.listKind` = kind + `List`, `conversion: {strategy: None}` (`apiextensions-apiserver` `pkg/apis/apiextensions/v1/defaults.go`) |
 //!
 //! Not modelled: fields the server allocates (a Service's `clusterIP`,
-//! `ipFamilies`, `ipFamilyPolicy`: absent from what scion or a chart sends,
+//! `ipFamilies`, `ipFamilyPolicy`, a port's `nodePort`: absent from what scion or a chart sends,
 //! so absent on both sides of a manifest comparison), defaults from CRD
 //! schemas (VerticalPodAutoscaler, Etcd, OperatingSystemConfig,
 //! ServiceMonitor), and admission plugins. `tests/gardener_defaults.rs`
@@ -127,6 +131,18 @@ pub fn apply(object: &mut Value) {
             if spec["type"] != "ExternalName" {
                 default(spec, "internalTrafficPolicy", json!("Cluster"));
             }
+            if spec["type"] == "NodePort" || spec["type"] == "LoadBalancer" {
+                default(spec, "externalTrafficPolicy", json!("Cluster"));
+            }
+            if spec["type"] == "LoadBalancer" {
+                default(spec, "allocateLoadBalancerNodePorts", json!(true));
+            }
+            // `omitempty`: an empty selector is stored as none
+            if spec["selector"].as_object().is_some_and(Map::is_empty)
+                && let Some(spec) = spec.as_object_mut()
+            {
+                spec.remove("selector");
+            }
             for port in items(spec, "ports") {
                 default(port, "protocol", json!("TCP"));
                 if port.get("targetPort").is_none() {
@@ -168,6 +184,64 @@ pub fn apply(object: &mut Value) {
                     default(subject, "apiGroup", json!("rbac.authorization.k8s.io"));
                 }
             }
+        }
+        (
+            "admissionregistration.k8s.io",
+            kind @ ("MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"),
+        ) => {
+            let mutating = kind == "MutatingWebhookConfiguration";
+            for webhook in items(object, "webhooks") {
+                default(webhook, "failurePolicy", json!("Fail"));
+                default(webhook, "matchPolicy", json!("Equivalent"));
+                default(webhook, "namespaceSelector", json!({}));
+                default(webhook, "objectSelector", json!({}));
+                default(webhook, "timeoutSeconds", json!(10));
+                if mutating {
+                    default(webhook, "reinvocationPolicy", json!("Never"));
+                }
+                for rule in items(webhook, "rules") {
+                    default(rule, "scope", json!("*"));
+                }
+                if let Some(service) = webhook
+                    .pointer_mut("/clientConfig/service")
+                    .filter(|s| s.is_object())
+                {
+                    default(service, "port", json!(443));
+                }
+            }
+        }
+        ("storage.k8s.io", "StorageClass") => {
+            default(object, "reclaimPolicy", json!("Delete"));
+            default(object, "volumeBindingMode", json!("Immediate"));
+        }
+        ("storage.k8s.io", "CSIDriver") => {
+            let spec = child(object, "spec");
+            default(spec, "attachRequired", json!(true));
+            default(spec, "podInfoOnMount", json!(false));
+            default(spec, "storageCapacity", json!(false));
+            default(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+            default(spec, "requiresRepublish", json!(false));
+            default(spec, "seLinuxMount", json!(false));
+            if spec["volumeLifecycleModes"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+                && let Some(spec) = spec.as_object_mut()
+            {
+                spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+            }
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let spec = child(object, "spec");
+            let kind = spec["names"]["kind"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let names = child(spec, "names");
+            if !kind.is_empty() {
+                default(names, "singular", json!(kind.to_lowercase()));
+                default(names, "listKind", json!(format!("{kind}List")));
+            }
+            default(spec, "conversion", json!({"strategy": "None"}));
         }
         _ => {}
     }
@@ -231,6 +305,14 @@ fn pod_template(spec: &mut Value) {
     default(pod, "dnsPolicy", json!("ClusterFirst"));
     default(pod, "securityContext", json!({}));
     default(pod, "schedulerName", json!("default-scheduler"));
+    // plain `omitempty` booleans: false is stored as none
+    if let Some(map) = pod.as_object_mut() {
+        for field in ["hostNetwork", "hostPID", "hostIPC"] {
+            if map.get(field) == Some(&Value::Bool(false)) {
+                map.remove(field);
+            }
+        }
+    }
     // the deprecated twin of `serviceAccountName`, kept equal by the conversion
     let account = pod["serviceAccountName"].clone();
     let deprecated = pod["serviceAccount"].clone();
@@ -278,6 +360,9 @@ fn downward_items(downward: Option<&mut Value>) {
         if let Some(field) = item.get_mut("fieldRef").filter(|f| f.is_object()) {
             default(field, "apiVersion", json!("v1"));
         }
+        if let Some(field) = item.get_mut("resourceFieldRef").filter(|f| f.is_object()) {
+            default(field, "divisor", json!("0"));
+        }
     }
 }
 
@@ -300,6 +385,14 @@ fn container(c: &mut Value) {
             .filter(|f| f.is_object())
         {
             default(field, "apiVersion", json!("v1"));
+        }
+        // a Quantity, not a pointer: the zero is written as "0"
+        if let Some(field) = env
+            .get_mut("valueFrom")
+            .and_then(|v| v.get_mut("resourceFieldRef"))
+            .filter(|f| f.is_object())
+        {
+            default(field, "divisor", json!("0"));
         }
     }
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {

@@ -520,6 +520,28 @@ impl Condition {
         }
     }
 
+    /// Every value this condition reads, as a path below its root
+    /// (`infrastructureConfig.elasticFileSystem.enabled`, `ipFamilies`):
+    /// the `value: {of: …}` expressions and the fields of the raw configs
+    /// (`infrastructureConfig: {path: …}`), appended to `out`. What options.rs
+    /// counts as honoured.
+    pub fn read_paths(&self, out: &mut Vec<Vec<String>>) {
+        match self {
+            Condition::Value { expr, .. } => out.push(expr.path.clone()),
+            Condition::Field { config, path, .. } => {
+                let mut full = Vec::with_capacity(path.len() + 1);
+                full.push(config.key().to_owned());
+                full.extend(path.iter().cloned());
+                out.push(full);
+            }
+            Condition::All(list) | Condition::Any(list) => {
+                list.iter().for_each(|c| c.read_paths(out));
+            }
+            Condition::Not(c) => c.read_paths(out),
+            _ => {}
+        }
+    }
+
     /// The ConfigMaps `configMapExists` asks about, appended to `out`.
     pub fn config_maps(&self, out: &mut Vec<(NamespaceRef, String)>) {
         match self {

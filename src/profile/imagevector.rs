@@ -425,6 +425,25 @@ mod tests {
         }
     }
 
+    /// An entry repeated with the same name, constraints and architectures
+    /// is never chosen (the first wins every tie) and an overwrite reaches
+    /// only the first: in a built-in vector it is a mistake (two component
+    /// files listing a shared sidecar once each).
+    #[test]
+    fn no_builtin_vector_repeats_an_entry() {
+        for provider in crate::providers::BUILTIN_PROVIDERS {
+            let vector = ImageVector::builtin(provider);
+            let mut seen = std::collections::HashSet::new();
+            for entry in vector.entries() {
+                assert!(
+                    seen.insert(merge_key(entry)),
+                    "{provider}/images.yaml lists {:?} twice",
+                    merge_key(entry)
+                );
+            }
+        }
+    }
+
     const VECTOR: &str = r#"
 images:
 - name: ccm

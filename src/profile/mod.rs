@@ -409,7 +409,25 @@ components:
         let p = Profile::builtin("aws").unwrap();
         let plane = p.control_plane().unwrap();
         assert_eq!(plane.components[0].name, "cloud-controller-manager");
-        assert_eq!(plane.shoot_access(), ["cloud-controller-manager"]);
+        // the ten shoot-access Secrets of the reference (gardener-csi.md,
+        // aws §1), each once, whatever the component order
+        let mut access = plane.shoot_access();
+        access.sort_unstable();
+        assert_eq!(
+            access,
+            [
+                "aws-custom-route-controller",
+                "aws-ipam-controller",
+                "aws-load-balancer-controller",
+                "cloud-controller-manager",
+                "csi-attacher",
+                "csi-provisioner",
+                "csi-resizer",
+                "csi-snapshot-controller",
+                "csi-snapshotter",
+                "csi-volume-modifier",
+            ]
+        );
         let none = Profile::from_yaml("x.yaml", "provider: x\n").unwrap();
         let e = none.control_plane().unwrap_err().to_string();
         assert!(

@@ -21,14 +21,16 @@
 //! ```
 //!
 //! **Read** means: a component uses it (`${controlPlaneConfig.<path>}`, a
-//! condition's `value: {of: …}`, found when the profile loads), or `reads`
-//! lists it; a path below a read one is read too. Reading wins over
-//! `ignores`: the component that starts to honour an option silences its
-//! warning, without touching this file. A ControlPlaneConfig field that is
-//! set (besides `apiVersion` and `kind`), not read and not ignored gets a
-//! warning as well: scion does not know it. An ignored path (or cluster
-//! value) warns when it is set and differs from `asksNothing` (absent: any
-//! value asks for something).
+//! condition's `value: {of: …}` or a config field condition such as
+//! `infrastructureConfig: {path: …}`, found when the profile loads), or
+//! `reads` lists it; a path below a read one is read too. An option cannot
+//! be both: an `ignores` or `cluster` entry that a component reads is refused
+//! when the folder loads, naming the component, because its `why` would be
+//! a stale claim (the component that starts to honour an option removes its
+//! entry). A ControlPlaneConfig field that is set (besides `apiVersion` and
+//! `kind`), not read and not ignored gets a warning as well: scion does not
+//! know it. An ignored path (or cluster value) warns when it is set and
+//! differs from `asksNothing` (absent: any value asks for something).
 
 use std::collections::BTreeMap;
 
@@ -88,8 +90,6 @@ pub struct OptionSpec {
     ignores: Vec<(Vec<String>, Ignored)>,
     /// Cluster values ignored: the expression, its path, why.
     cluster: Vec<(Expr, Ignored)>,
-    /// Every value path the components read (`root.key…`), for the cluster ones.
-    component_reads: Vec<Vec<String>>,
 }
 
 /// One setting scion does not honour.
@@ -128,14 +128,24 @@ impl OptionSpec {
             Some(text) => serde_saphyr::from_str(text).map_err(|e| e.to_string())?,
             None => OptionsFile::default(),
         };
-        let mut component_reads = Vec::new();
+        // (component, path) of every value a component reads
+        let mut component_reads: Vec<(&str, Vec<String>)> = Vec::new();
         for component in components {
-            component_reads.extend(component.value_paths());
+            for path in component.value_paths() {
+                component_reads.push((&component.name, path));
+            }
         }
+        // the component reading `path` (root first), or one reading below it
+        let reader = |path: &[String]| {
+            component_reads
+                .iter()
+                .find(|(_, r)| under(path, r) || under(r, path))
+                .map(|(name, _)| *name)
+        };
         let mut reads: Vec<Vec<String>> = component_reads
             .iter()
-            .filter(|p| p.first().is_some_and(|r| r == "controlPlaneConfig") && p.len() > 1)
-            .map(|p| p[1..].to_vec())
+            .filter(|(_, p)| p.first().is_some_and(|r| r == "controlPlaneConfig") && p.len() > 1)
+            .map(|(_, p)| p[1..].to_vec())
             .collect();
         for (i, path) in file.control_plane_config.reads.iter().enumerate() {
             if path.is_empty() || path.split('.').any(str::is_empty) {
@@ -150,6 +160,14 @@ impl OptionSpec {
             if path.split('.').any(str::is_empty) || ignored.why.trim().is_empty() {
                 return Err(format!(
                     "controlPlaneConfig.ignores.{path}: needs a dotted path and `why`"
+                ));
+            }
+            let full: Vec<String> = std::iter::once("controlPlaneConfig".to_owned())
+                .chain(split(&path))
+                .collect();
+            if let Some(name) = reader(&full) {
+                return Err(format!(
+                    "controlPlaneConfig.ignores.{path}: component {name:?} reads it, so scion honours it; remove the entry"
                 ));
             }
             ignores.push((split(&path), ignored));
@@ -171,6 +189,12 @@ impl OptionSpec {
             if option.why.trim().is_empty() {
                 return Err(format!("cluster[{i}]: needs `why`"));
             }
+            if let Some(name) = reader(&expr.path) {
+                return Err(format!(
+                    "cluster[{i}].value: component {name:?} reads {}, so scion honours it; remove the entry",
+                    option.value
+                ));
+            }
             cluster.push((
                 expr,
                 Ignored {
@@ -183,7 +207,6 @@ impl OptionSpec {
             reads,
             ignores,
             cluster,
-            component_reads,
         })
     }
 
@@ -203,9 +226,6 @@ impl OptionSpec {
             let mut leaves = Vec::new();
             collect_leaves(config, &mut Vec::new(), &mut leaves);
             for (path, ignored) in &self.ignores {
-                if self.read(path) {
-                    continue;
-                }
                 if let Some(value) = walk_ref(config, path)
                     && asks(value, ignored)
                 {
@@ -231,13 +251,6 @@ impl OptionSpec {
             }
         }
         for (expr, ignored) in &self.cluster {
-            if self
-                .component_reads
-                .iter()
-                .any(|r| under(&expr.path, r) || under(r, &expr.path))
-            {
-                continue;
-            }
             let value = roots.root(expr).unwrap_or(Value::Null);
             if asks(&value, ignored) {
                 out.push(Unhonoured {
@@ -332,8 +345,7 @@ mod tests {
         assert!(spec.unhonoured(Some(&quiet), &values(cluster)).is_empty());
     }
 
-    #[test]
-    fn a_component_that_reads_an_option_silences_it() {
+    fn component(text: &str) -> Component {
         let no_files = |path: &str| Err(format!("no file {path}"));
         let known = crate::profile::component::Known {
             files: &no_files,
@@ -341,16 +353,36 @@ mod tests {
             code: None,
             secrets: &[],
         };
-        let component = Component::parse(
-            "components/crc.yaml",
-            "name: crc\nobjects:\n- into: seed\n  when: {value: {of: controlPlaneConfig.crc.enabled, equals: true}}\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: crc, namespace: \"${namespace}\"}, data: {v: \"${infrastructureConfig.efs.enabled}\"}}\n",
-            &known,
-        )
-        .unwrap();
-        let spec = OptionSpec::parse(Some(FILE), &[component]).unwrap();
-        let config = json!({"crc": {"enabled": true}});
+        Component::parse("components/crc.yaml", text, &known).unwrap()
+    }
+
+    #[test]
+    fn what_a_component_reads_is_honoured_and_cannot_be_listed_as_ignored() {
+        // read through a value condition, an expression and a config field condition
+        let crc = component(
+            "name: crc\nobjects:\n- into: seed\n  when: {value: {of: controlPlaneConfig.crc.enabled, equals: true}}\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: crc, namespace: \"${namespace}\"}, data: {v: \"${controlPlaneConfig.lb}\"}}\n- into: shoot\n  when: {infrastructureConfig: {path: efs.enabled, equals: true}}\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: efs, namespace: kube-system}}\n",
+        );
+        let spec = OptionSpec::parse(None, std::slice::from_ref(&crc)).unwrap();
+        let config = json!({"crc": {"enabled": true}, "lb": "x"});
         let cluster = json!({"infrastructureConfig": {"efs": {"enabled": true}}});
         assert!(spec.unhonoured(Some(&config), &values(cluster)).is_empty());
+        for (text, want) in [
+            (
+                "controlPlaneConfig:\n  ignores:\n    crc.enabled: {why: no CRC}\n",
+                "controlPlaneConfig.ignores.crc.enabled: component \"crc\" reads it, so scion honours it; remove the entry",
+            ),
+            (
+                "controlPlaneConfig:\n  ignores:\n    lb.class: {why: no LB}\n",
+                "controlPlaneConfig.ignores.lb.class: component \"crc\" reads it",
+            ),
+            (
+                "cluster:\n  - {value: infrastructureConfig.efs.enabled, why: no EFS}\n",
+                "cluster[0].value: component \"crc\" reads infrastructureConfig.efs.enabled",
+            ),
+        ] {
+            let err = OptionSpec::parse(Some(text), std::slice::from_ref(&crc)).unwrap_err();
+            assert!(err.starts_with(want), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -697,12 +697,10 @@ impl Component {
         let mut out = Vec::new();
         let mut collect = |node: &Node| {
             let _ = node.visit(&mut Vec::new(), &mut |used, _| {
-                let mut exprs = Vec::new();
                 match used {
-                    Used::Expr(e) => exprs.push(e),
-                    Used::Condition(c) => c.value_exprs(&mut exprs),
+                    Used::Expr(e) => out.push(e.path.clone()),
+                    Used::Condition(c) => c.read_paths(&mut out),
                 }
-                out.extend(exprs.into_iter().map(|e| e.path.clone()));
                 Ok(())
             });
         };

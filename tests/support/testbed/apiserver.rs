@@ -168,6 +168,21 @@ impl ApiServerOptions {
             extra_args: Vec::new(),
         }
     }
+
+    /// A shoot's API server, with the flags of Gardener's shoot
+    /// kube-apiserver that the control-plane components need: privileged
+    /// containers allowed (the CSI node plugins are privileged), and the
+    /// MutatingAdmissionPolicy API (the calico policy of aws and gcp).
+    pub fn shoot(name: &str) -> Self {
+        ApiServerOptions {
+            extra_args: vec![
+                "--allow-privileged=true".into(),
+                "--feature-gates=MutatingAdmissionPolicy=true".into(),
+                "--runtime-config=admissionregistration.k8s.io/v1beta1=true".into(),
+            ],
+            ..ApiServerOptions::named(name)
+        }
+    }
 }
 
 /// A running kube-apiserver with an admin client.

@@ -565,14 +565,23 @@ impl Grm<'_> {
     }
 }
 
-/// The CCM Deployment of `namespace` on the seed reported as a Deployment
-/// controller would: observed at its generation, available or not.
-pub async fn report_ccm(api: &ApiServer, namespace: &str, available: bool) {
+/// Every Deployment of `namespace` on the seed (the CCM, the CSI
+/// controllers and the extras the seed ManagedResource carries) reported as
+/// a Deployment controller would: observed at its generation, available or
+/// not. One list and one status patch per Deployment.
+pub async fn report_deployments(api: &ApiServer, namespace: &str, available: bool) {
     let deployments = api.api("apps/v1", "Deployment", Some(namespace)).await;
-    let current = deployments
-        .get("cloud-controller-manager")
+    let listed = deployments
+        .list(&Default::default())
         .await
-        .unwrap_or_else(|e| panic!("{namespace}: the CCM Deployment: {e}"));
+        .unwrap_or_else(|e| panic!("{namespace}: the Deployments: {e}"));
+    assert!(
+        listed
+            .items
+            .iter()
+            .any(|d| d.metadata.name.as_deref() == Some("cloud-controller-manager")),
+        "{namespace}: no CCM Deployment"
+    );
     let now = scion::controller::extension::status::now_rfc3339();
     let (status, reason) = if available {
         ("True", "MinimumReplicasAvailable")
@@ -580,24 +589,23 @@ pub async fn report_ccm(api: &ApiServer, namespace: &str, available: bool) {
         ("False", "MinimumReplicasUnavailable")
     };
     let replicas = i64::from(available);
-    let body = json!({"status": {
-        "observedGeneration": current.metadata.generation,
-        "replicas": 1, "updatedReplicas": 1, "readyReplicas": replicas, "availableReplicas": replicas,
-        "conditions": [
-            {"type": "Available", "status": status, "reason": reason, "message": reason,
-             "lastTransitionTime": now, "lastUpdateTime": now},
-            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-             "message": "rolled out", "lastTransitionTime": now, "lastUpdateTime": now},
-        ],
-    }});
-    deployments
-        .patch_status(
-            "cloud-controller-manager",
-            &PatchParams::default(),
-            &Patch::Merge(body),
-        )
-        .await
-        .unwrap();
+    for current in listed.items {
+        let body = json!({"status": {
+            "observedGeneration": current.metadata.generation,
+            "replicas": 1, "updatedReplicas": 1, "readyReplicas": replicas, "availableReplicas": replicas,
+            "conditions": [
+                {"type": "Available", "status": status, "reason": reason, "message": reason,
+                 "lastTransitionTime": now, "lastUpdateTime": now},
+                {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                 "message": "rolled out", "lastTransitionTime": now, "lastUpdateTime": now},
+            ],
+        }});
+        let name = current.metadata.name.as_deref().unwrap();
+        deployments
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(body))
+            .await
+            .unwrap();
+    }
 }
 
 /// One request in the audit log.
@@ -723,7 +731,7 @@ pub async fn wait_healthy(
 /// server populates per object (`defaults::SERVER_METADATA`, `status`, the
 /// namespace) and what it allocates rather than defaults when the object
 /// leaves it out (a Service's `clusterIP`, `clusterIPs`, `ipFamilies`,
-/// `ipFamilyPolicy`; a DaemonSet's `deprecated.daemonset.template.generation`
+/// `ipFamilyPolicy`, node ports; a DaemonSet's `deprecated.daemonset.template.generation`
 /// annotation; a Job's generated selector and `controller-uid` labels).
 pub fn defaults_mismatch(desired: &Value, stored: &Value) -> Vec<String> {
     let mut want = desired.clone();
@@ -745,6 +753,20 @@ pub fn defaults_mismatch(desired: &Value, stored: &Value) -> Vec<String> {
                     && let Some(spec) = have["spec"].as_object_mut()
                 {
                     spec.remove(field);
+                }
+            }
+            // a NodePort or LoadBalancer Service's node ports are allocated
+            let wanted = desired["spec"]["ports"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if let Some(ports) = have["spec"]["ports"].as_array_mut() {
+                for (port, want) in ports.iter_mut().zip(&wanted) {
+                    if want.get("nodePort").is_none()
+                        && let Some(port) = port.as_object_mut()
+                    {
+                        port.remove("nodePort");
+                    }
                 }
             }
         }
@@ -959,7 +981,7 @@ pub async fn reconciled_shoot(
     request(seed, &cp, "reconcile").await;
     let stored = wait_succeeded(seed, &cp, "Create", || scion.log()).await;
     let applied = grm.apply(namespace).await;
-    report_ccm(seed, namespace, true).await;
+    report_deployments(seed, namespace, true).await;
     let name = cp["metadata"]["name"].as_str().unwrap();
     let condition = wait_healthy(seed, namespace, name, "True", || scion.log()).await;
     assert_eq!(

@@ -120,10 +120,14 @@ where
     }
 }
 
-/// A seed API server, optionally a shoot API server, on one etcd.
+/// A seed API server, optionally shoot API servers, on one etcd.
 pub struct Testbed {
     pub seed: ApiServer,
     pub shoot: Option<ApiServer>,
+    /// The third and later API servers, in the order asked for (one shoot
+    /// per provider: cluster-scoped objects such as the `default`
+    /// StorageClass differ between providers).
+    pub more: Vec<ApiServer>,
     pub etcd: Arc<Etcd>,
     /// Logs of scion processes started through [`Testbed::scion`].
     pub log_dir: PathBuf,
@@ -141,13 +145,13 @@ impl Testbed {
     pub async fn start_with_shoot() -> Testbed {
         Self::start_with(&[
             ApiServerOptions::named("seed"),
-            ApiServerOptions::named("shoot"),
+            ApiServerOptions::shoot("shoot"),
         ])
         .await
     }
 
     /// etcd and one API server per entry (the first is the seed, the second
-    /// the shoot).
+    /// the shoot, the others in `more`).
     pub async fn start_with(servers: &[ApiServerOptions]) -> Testbed {
         require_loopback_only_network();
         let bins = binaries();
@@ -171,6 +175,7 @@ impl Testbed {
         Testbed {
             seed,
             shoot: started.next(),
+            more: started.collect(),
             etcd,
             log_dir: dir.path().join("scion"),
             dir: Some(dir),

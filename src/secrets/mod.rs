@@ -242,6 +242,8 @@ struct Known {
     data: BTreeMap<String, Vec<u8>>,
     /// Creation time (Unix seconds), or `i64::MAX` for Secrets created now.
     created: i64,
+    /// A placeholder [`plan_offline`] made (its bundle is one too).
+    placeholder: bool,
 }
 
 impl Known {
@@ -272,6 +274,7 @@ impl Known {
             labels: secret.metadata.labels.clone().unwrap_or_default(),
             data,
             created,
+            placeholder: false,
         }
     }
 
@@ -297,16 +300,6 @@ impl Known {
                     .collect()
             })
             .unwrap_or_default();
-        let mut labels: BTreeMap<String, String> = labels;
-        if object
-            .pointer(&format!(
-                "/metadata/annotations/{}",
-                PLACEHOLDER_ANNOTATION.replace('/', "~1")
-            ))
-            .is_some()
-        {
-            labels.insert(PLACEHOLDER_MARK.to_string(), String::new());
-        }
         Known {
             name: object["metadata"]["name"]
                 .as_str()
@@ -315,6 +308,9 @@ impl Known {
             labels,
             data,
             created: i64::MAX,
+            placeholder: object["metadata"]["annotations"]
+                .get(PLACEHOLDER_ANNOTATION)
+                .is_some(),
         }
     }
 
@@ -482,7 +478,7 @@ fn plan_with(request: &Request<'_>, keys: Keys) -> Result<Plan, SecretsError> {
                 owned_labels(pairs),
                 &[("bundle.crt", &bundle_text)],
                 "Opaque",
-                ca.labels.contains_key(PLACEHOLDER_MARK),
+                ca.placeholder,
             );
             in_use.push(bundle_name.clone());
             create.push(object);
@@ -703,10 +699,6 @@ fn validity_labels(generated: Option<&generate::Generated>) -> Vec<(&'static str
         })
         .unwrap_or_default()
 }
-
-/// A key [`Known::from_value`] adds to the labels it reads from a placeholder
-/// it created (never written: only the plan's own bookkeeping).
-const PLACEHOLDER_MARK: &str = "\0placeholder";
 
 fn secret_object(
     name: &str,

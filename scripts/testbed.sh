@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test bed: a real etcd, kube-apiserver, kube-controller-manager (its
-# garbage collector and namespace controller), kubectl and helm, built from
+# garbage collector and namespace controller; the volume binder where a test
+# asks), kubectl, helm and the shoot's csi-snapshot-controller, built from
 # their Go modules (pinned in scripts/testbed/*/go.mod and go.sum) into a
 # per-machine cache, and a shell with them running in a network namespace.
 #
@@ -17,7 +18,7 @@
 # Two callers at once wait for each other on a lock (flock). The only network
 # used is the Go module proxy (GOPROXY as configured), and only on a build.
 #
-# A cold build of all five on 2 cores takes minutes (kube-apiserver dominates;
+# A cold build of all six on 2 cores takes minutes (kube-apiserver dominates;
 # docs/testing.md has today's figure); a cached call returns in milliseconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,6 +48,7 @@ BUILDS=(
   "kubernetes k8s.io/kubernetes/cmd/kubectl kubectl"
   "etcd go.etcd.io/etcd/server/v3 etcd"
   "helm helm.sh/helm/v3/cmd/helm helm"
+  "snapshotter github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller snapshot-controller"
 )
 
 # The version a release build stamps in (`kubectl version`, the API
@@ -66,6 +68,10 @@ version_flags() {
     helm)
       v=$(cd "$pins/helm" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
       printf -- "-X helm.sh/helm/v3/internal/version.version=%s" "$v"
+      ;;
+    snapshotter)
+      v=$(cd "$pins/snapshotter" && go list -m -f '{{.Version}}' github.com/kubernetes-csi/external-snapshotter/v8)
+      printf -- "-X main.version=%s" "$v"
       ;;
   esac
 }

@@ -2,10 +2,11 @@
 //! Go extension's ManagedResources never deletes what scion does not render.
 //!
 //! The seed holds the example aws shoot and what the Go extension left: its
-//! `extension-controlplane-seed` with the objects scion renders plus a CSI
-//! controller Deployment scion does not render, and its
-//! `extension-controlplane-shoot` with the shoot's `csi-driver-node`
-//! DaemonSet besides scion's objects. `scion check` names each such object
+//! `extension-controlplane-seed` with the objects scion renders plus a
+//! Deployment scion does not render (`csi-snapshot-validation`, the webhook
+//! older extension versions ran), and its `extension-controlplane-shoot`
+//! with a DaemonSet of an older version (`csi-driver-node-legacy`) besides
+//! scion's objects. `scion check` names each such object
 //! (`kept`, a `warning` row) before the switch-over; scion's reconciler (the
 //! generic one with the ControlPlane actuator, in process, on the seed's
 //! API) then takes both over in place: every object the Go extension's
@@ -95,7 +96,11 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
         ],
     )
     .await;
-    for doc in example_objects() {
+    for mut doc in example_objects() {
+        if doc["kind"] == "ControlPlane" {
+            // a field scion does not honour, for the warning (issue 25 item 2)
+            doc["spec"]["providerConfig"]["ipamController"] = json!({"enabled": true});
+        }
         api.apply(&doc, "gardenlet").await.unwrap();
     }
     let client = api.client();
@@ -119,12 +124,12 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
         api.create(&secret).await.unwrap();
     }
     let csi_controller = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "csi-driver-controller", "namespace": SHOOT},
-        "spec": {"selector": {"matchLabels": {"app": "csi-driver-controller"}},
-            "template": {"metadata": {"labels": {"app": "csi-driver-controller"}},
-                "spec": {"containers": [{"name": "aws-csi-driver", "image": "registry.k8s.io/provider-aws/aws-ebs-csi-driver:v1.40.0"}]}}}});
+        "metadata": {"name": "csi-snapshot-validation", "namespace": SHOOT},
+        "spec": {"selector": {"matchLabels": {"app": "snapshot-validation"}},
+            "template": {"metadata": {"labels": {"app": "snapshot-validation"}},
+                "spec": {"containers": [{"name": "webhook", "image": "registry.k8s.io/sig-storage/snapshot-validation-webhook:v6.3.3"}]}}}});
     let csi_node = json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": {"name": "csi-driver-node", "namespace": "kube-system"},
+        "metadata": {"name": "csi-driver-node-legacy", "namespace": "kube-system"},
         "spec": {"selector": {"matchLabels": {"app": "csi"}},
             "template": {"metadata": {"labels": {"app": "csi"}},
                 "spec": {"containers": [{"name": "csi-driver", "image": "registry.k8s.io/provider-aws/aws-ebs-csi-driver:v1.40.0"}]}}}});
@@ -145,9 +150,12 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
     for (name, kept) in [
         (
             SEED_MR,
-            "kept Deployment shoot--dev--aws/csi-driver-controller",
+            "kept Deployment shoot--dev--aws/csi-snapshot-validation",
         ),
-        (SHOOT_MR, "kept DaemonSet kube-system/csi-driver-node"),
+        (
+            SHOOT_MR,
+            "kept DaemonSet kube-system/csi-driver-node-legacy",
+        ),
     ] {
         let row = report
             .findings
@@ -175,7 +183,7 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
     assert_eq!(
         options,
         [
-            "ControlPlaneConfig cloudControllerManager.useCustomRouteController = true is not honoured: scion does not deploy aws-custom-route-controller (the routes of the pod network stay unmanaged)"
+            "ControlPlaneConfig ipamController.enabled = true is not honoured: aws-ipam-controller runs for IPv6 and dual-stack shoots whatever this field says, as provider-aws since its IPAM change: an IPv4 shoot gets 0 replicas"
         ],
         "{:#?}",
         report.findings
@@ -196,8 +204,8 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
         keys.insert(extra.clone());
         keys
     };
-    let seed_extra = key("Deployment", SHOOT, "csi-driver-controller");
-    let shoot_extra = key("DaemonSet", "kube-system", "csi-driver-node");
+    let seed_extra = key("Deployment", SHOOT, "csi-snapshot-validation");
+    let shoot_extra = key("DaemonSet", "kube-system", "csi-driver-node-legacy");
     for (name, extra) in [(SEED_MR, &seed_extra), (SHOOT_MR, &shoot_extra)] {
         let (mr, keys) = held(api, name).await;
         assert_eq!(keys, want(extra, name), "{name}: {mr:#}");
@@ -229,10 +237,10 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
         last.description.starts_with(
             "Successfully reconciled ControlPlane; kept 2 object(s) scion does not render"
         ) && last.description.contains(
-            "extension-controlplane-seed: Deployment shoot--dev--aws/csi-driver-controller"
+            "extension-controlplane-seed: Deployment shoot--dev--aws/csi-snapshot-validation"
         ) && last
             .description
-            .contains("extension-controlplane-shoot: DaemonSet kube-system/csi-driver-node"),
+            .contains("extension-controlplane-shoot: DaemonSet kube-system/csi-driver-node-legacy"),
         "{}",
         last.description
     );
@@ -256,7 +264,7 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
     assert_eq!(
         event.note.as_deref(),
         Some(
-            "ControlPlaneConfig cloudControllerManager.useCustomRouteController = true is not honoured: scion does not deploy aws-custom-route-controller (the routes of the pod network stay unmanaged)"
+            "ControlPlaneConfig ipamController.enabled = true is not honoured: aws-ipam-controller runs for IPv6 and dual-stack shoots whatever this field says, as provider-aws since its IPAM change: an IPv4 shoot gets 0 replicas"
         )
     );
 

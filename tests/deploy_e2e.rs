@@ -365,6 +365,10 @@ async fn helm_install_upgrade_uninstall_with_scion_running_on_the_charts_rbac() 
         .flat_map(|f| yaml_documents(&std::fs::read_to_string(f).unwrap()))
     {
         if doc["kind"] == "ControlPlane" {
+            // a field scion does not honour: the OptionsNotHonoured Event
+            // (and so the chart's events grant) is used in this run
+            let mut doc = doc;
+            doc["spec"]["providerConfig"]["ipamController"] = json!({"enabled": true});
             controlplane = Some(doc);
         } else {
             api.apply(&doc, "gardenlet").await.unwrap();

@@ -275,9 +275,11 @@ fn image_override_wins() {
 /// none carries an owner reference (GRM owns them).
 #[test]
 fn objects_land_in_their_managed_resources() {
-    // The CCM and the shared CRDs; the CSI driver's places: render_csi_aws.rs.
+    // The CCM and the shared CRDs; the CSI driver's and the extras' places:
+    // render_csi_aws.rs, render_aws_extras.rs.
     let mut spec = builtin_spec("aws").expect("aws");
-    spec.components.retain(|c| c.name != "csi-driver");
+    spec.components
+        .retain(|c| c.name == "cloud-controller-manager" || c.name == "volume-snapshot-crds");
     let cp = aws_cp(None, aws_subnets());
     let shoot = shoot(&["IPv4"], false);
     let images = scion::profile::ImageVector::builtin("aws");

@@ -380,10 +380,13 @@ fn shoot_access_secrets_and_health() {
     let spec = builtin_spec("aws").expect("spec");
     assert_eq!(
         spec.health_deployments(),
+        // gardener-csi.md aws §8: the custom-route controller too (always
+        // present, 0 replicas when disabled)
         [
             "cloud-controller-manager",
             "csi-driver-controller",
-            "csi-snapshot-controller"
+            "csi-snapshot-controller",
+            "aws-custom-route-controller"
         ]
     );
 }

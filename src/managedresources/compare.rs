@@ -341,7 +341,12 @@ mod tests {
         let have = bundle("ns", "m", Class::Seed, "k", &spelled).unwrap();
         let (mr, secrets) = live(&have);
         let c = compare(&want, &mr, &secrets).unwrap();
-        assert_eq!(c.objects[0].paths, ["/spec/type"], "{c:?}");
+        // a NodePort Service also gets the external traffic policy's default
+        assert_eq!(
+            c.objects[0].paths,
+            ["/spec/type", "/spec/externalTrafficPolicy"],
+            "{c:?}"
+        );
     }
 
     #[test]

@@ -11,13 +11,13 @@
 //! controlPlaneConfig:
 //!   reads: [zone]                     # read by the folder's Rust (code.<name>)
 //!   ignores:                          # path: why, and the value that asks for nothing
-//!     cloudControllerManager.useCustomRouteController:
+//!     ipamController.enabled:
 //!       asksNothing: false
-//!       why: scion does not deploy aws-custom-route-controller
+//!       why: aws-ipam-controller follows the shoot's IP families, not this field
 //! cluster:                            # values of the render (docs/profiles.md, roots)
-//!   - value: infrastructureConfig.elasticFileSystem.enabled
+//!   - value: infrastructureConfig.someFeature.enabled
 //!     asksNothing: false
-//!     why: scion does not deploy the EFS CSI driver
+//!     why: scion does not deploy the feature's controller
 //! ```
 //!
 //! **Read** means: a component uses it (`${controlPlaneConfig.<path>}`, a

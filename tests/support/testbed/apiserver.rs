@@ -155,6 +155,13 @@ pub struct ApiServerOptions {
     /// namespace deletion then work as on a seed (no other controller runs;
     /// no Pod is ever scheduled).
     pub controller_manager: bool,
+    /// The controllers that kube-controller-manager runs (its
+    /// `--controllers`), when [`ApiServerOptions::controller_manager`] is
+    /// on: by default the garbage collector and the namespace controller; a
+    /// shoot test adds `persistentvolume-binder` to bind claims to volumes.
+    pub controllers: Vec<String>,
+    /// More kube-controller-manager flags.
+    pub controller_manager_args: Vec<String>,
     /// More kube-apiserver flags.
     pub extra_args: Vec<String>,
 }
@@ -165,6 +172,8 @@ impl ApiServerOptions {
             name: name.to_owned(),
             audit: true,
             controller_manager: false,
+            controllers: vec!["garbagecollector".into(), "namespace".into()],
+            controller_manager_args: Vec::new(),
             extra_args: Vec::new(),
         }
     }
@@ -296,10 +305,11 @@ impl ApiServer {
             let controller_manager = options.controller_manager.then(|| {
                 let mut cmd = Command::new(bins.kube_controller_manager());
                 cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
-                    .arg("--controllers=garbagecollector,namespace")
+                    .arg(format!("--controllers={}", options.controllers.join(",")))
                     .arg("--leader-elect=false")
                     .arg("--secure-port=0")
-                    .arg("--v=1");
+                    .arg("--v=1")
+                    .args(&options.controller_manager_args);
                 Proc::spawn(
                     &format!("kube-controller-manager ({})", options.name),
                     cmd,

@@ -15,7 +15,7 @@ pub fn root() -> &'static Path {
 }
 
 /// The test bed's binaries (etcd, kube-apiserver, kube-controller-manager,
-/// kubectl, helm).
+/// kubectl, helm, the shoot's csi-snapshot-controller).
 #[derive(Debug)]
 pub struct Binaries {
     pub dir: PathBuf,
@@ -36,6 +36,9 @@ impl Binaries {
     }
     pub fn helm(&self) -> PathBuf {
         self.dir.join("helm")
+    }
+    pub fn snapshot_controller(&self) -> PathBuf {
+        self.dir.join("snapshot-controller")
     }
 }
 
@@ -64,6 +67,7 @@ pub fn binaries() -> &'static Binaries {
             bins.kube_controller_manager(),
             bins.kubectl(),
             bins.helm(),
+            bins.snapshot_controller(),
         ] {
             assert!(bin.is_file(), "{} is missing", bin.display());
         }

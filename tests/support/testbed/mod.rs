@@ -1,7 +1,8 @@
 //! The test bed: a real etcd and kube-apiserver (v1.35, the RBAC
 //! authorizer, the default admission plugins with `MutatingAdmissionWebhook`,
 //! service account tokens) on 127.0.0.1, with `helm` and `kubectl`, and
-//! `scion serve` as a process against it. Binaries come from
+//! `scion serve` as a process against it; for a shoot, kube-controller-manager
+//! with the controllers a test names and the csi-snapshot-controller binary. Binaries come from
 //! `scripts/testbed.sh build` (pinned Go modules, built once per machine);
 //! a missing or unbuildable test bed fails the test with the script's reason,
 //! it never skips.

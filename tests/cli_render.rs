@@ -1,6 +1,7 @@
 //! `scion render` over the example objects directory shipped in `examples/objects`:
 //! the dry run an operator sees, through the real binary, against golden files
-//! (`SCION_UPDATE_GOLDEN=1` rewrites them).
+//! (`SCION_UPDATE_GOLDEN=1` rewrites them); the same bytes on every run, the
+//! certificate Secrets of the objects directory used, placeholders otherwise.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,77 +25,37 @@ fn render(provider: &str, controlplane: &str) -> String {
         "scion render failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The only note: the certificates are ephemeral (and, tested below, the
-    // settings scion does not honour).
-    let stderr: String = String::from_utf8_lossy(&out.stderr)
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    // The only warnings: the certificate placeholders, one per placeholder
+    // Secret printed (the examples hold no certificate Secrets), and, tested
+    // below, the settings scion does not honour.
+    let placeholders: Vec<String> = stdout
+        .split("---\n")
+        .filter(|d| d.contains("scion.gardener.cloud/placeholder:"))
+        .map(|d| {
+            let doc: serde_json::Value = serde_saphyr::from_str(d).expect("yaml");
+            scion::cli::render::placeholder_warning(
+                doc["metadata"]["namespace"].as_str().expect("namespace"),
+                doc["metadata"]["name"].as_str().expect("name"),
+                doc["metadata"]["labels"]["name"].as_str().expect("config"),
+                std::path::Path::new("examples/objects"),
+            )
+        })
+        .collect();
+    assert!(
+        placeholders.len() >= 3,
+        "CA, bundle and the CCM's certificate"
+    );
+    let stderr: Vec<String> = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter(|l| !l.contains(" is not honoured: "))
-        .map(|l| format!("{l}\n"))
+        .map(str::to_string)
         .collect();
     assert_eq!(
-        stderr,
-        format!("{}\n", scion::cli::render::EPHEMERAL_NOTE),
+        stderr, placeholders,
         "the examples must load without warnings"
     );
-    without_ephemeral_certificates(&String::from_utf8(out.stdout).expect("utf-8"))
-}
-
-/// The output without the secrets manager's Secrets (new keys every run),
-/// each certificate Secret's name replaced by `<config>-EPHEMERAL` and the CA
-/// bundle (webhook configurations carry it) by `CA-BUNDLE-EPHEMERAL`; the CA,
-/// the bundle and the CCM's server certificate must be there.
-fn without_ephemeral_certificates(text: &str) -> String {
-    let docs: Vec<&str> = text.split("---\n").filter(|d| !d.is_empty()).collect();
-    let (certificates, rest): (Vec<&str>, Vec<&str>) = docs
-        .into_iter()
-        .partition(|d| d.contains("managed-by: secrets-manager"));
-    let mut names = Vec::new();
-    let mut bundle = None;
-    for d in &certificates {
-        let doc: serde_json::Value = serde_saphyr::from_str(d).expect("yaml");
-        let config = doc["metadata"]["labels"]["name"].as_str().expect("config");
-        names.push((
-            doc["metadata"]["name"].as_str().expect("name").to_string(),
-            format!("{config}-EPHEMERAL"),
-        ));
-        if let Some(b) = doc["data"]["bundle.crt"].as_str() {
-            bundle = Some(b.to_string());
-        }
-    }
-    let configs: Vec<&str> = names.iter().map(|(_, e)| e.as_str()).collect();
-    for want in [
-        "ca-provider-aws-controlplane-EPHEMERAL",
-        "ca-provider-aws-controlplane-bundle-EPHEMERAL",
-        "cloud-controller-manager-server-EPHEMERAL",
-    ] {
-        let want = want.replace("aws", &provider_of(&configs));
-        assert!(configs.contains(&want.as_str()), "{want} in {configs:?}");
-    }
-    // Longest names first: a bundle's name starts with its CA's config.
-    names.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
-    let bundle = bundle.expect("bundle");
-    let mut out = String::new();
-    for doc in rest {
-        let mut doc = doc.replace(&bundle, "CA-BUNDLE-EPHEMERAL");
-        for (name, placeholder) in &names {
-            doc = doc.replace(name, placeholder);
-        }
-        out.push_str("---\n");
-        out.push_str(&doc);
-    }
-    out
-}
-
-/// The provider of the CA config among the certificate placeholders.
-fn provider_of(configs: &[&str]) -> String {
-    configs
-        .iter()
-        .find_map(|c| {
-            c.strip_prefix("ca-provider-")
-                .and_then(|r| r.strip_suffix("-controlplane-EPHEMERAL"))
-        })
-        .expect("a CA")
-        .to_string()
+    stdout
 }
 
 fn golden(name: &str, text: &str) {
@@ -340,7 +301,7 @@ fn render_warns_about_every_setting_scion_does_not_honour() {
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stderr)
             .lines()
-            .filter(|l| l.starts_with("warning: "))
+            .filter(|l| l.starts_with("warning: ") && !l.contains(" is a placeholder, "))
             .map(str::to_owned)
             .collect::<Vec<_>>()
     };
@@ -380,4 +341,239 @@ fn render_warns_about_every_setting_scion_does_not_honour() {
             "warning: ControlPlane shoot--dev--aws/control-plane: ControlPlaneConfig colour = \"blue\" is not honoured: scion's components do not read it",
         ]
     );
+}
+
+/// `NAMESPACE/NAME` of a provider's example ControlPlane.
+fn example_controlplane(provider: &str) -> String {
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("examples/objects/{provider}/controlplane.yaml")),
+    )
+    .expect("example ControlPlane");
+    let cp: serde_json::Value = serde_saphyr::from_str(&text).expect("yaml");
+    format!(
+        "{}/{}",
+        cp["metadata"]["namespace"].as_str().expect("namespace"),
+        cp["metadata"]["name"].as_str().expect("name")
+    )
+}
+
+/// stdout and stderr of a render that succeeds.
+fn render_ok(args: &[&str], objects: &std::path::Path) -> (String, String) {
+    let out = render_in(args, objects);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).expect("utf-8"),
+        String::from_utf8(out.stderr).expect("utf-8"),
+    )
+}
+
+/// Issue 22 item 7: the same input gives the same bytes, for every
+/// provider's example, in every output (no fresh keys, no clock).
+#[test]
+fn every_example_renders_the_same_bytes_twice() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let objects = root.join("examples/objects");
+    for provider in ["alicloud", "aws", "azure", "gcp", "openstack"] {
+        let cp = example_controlplane(provider);
+        for extra in [
+            &[][..],
+            &["--output", "json"][..],
+            &["--managed-resources"][..],
+            &["--managed-resources", "--output", "json"][..],
+        ] {
+            let mut args = vec!["--provider", provider, "--controlplane", &cp];
+            args.extend_from_slice(extra);
+            let (first, first_err) = render_ok(&args, &objects);
+            let (second, second_err) = render_ok(&args, &objects);
+            assert!(first == second, "{provider} {extra:?}: two renders differ");
+            assert_eq!(first_err, second_err, "{provider} {extra:?}");
+            assert!(
+                first.contains("PLACEHOLDER") || first.contains("scion.gardener.cloud/placeholder"),
+                "{provider} {extra:?}: the certificate placeholders are printed"
+            );
+        }
+    }
+}
+
+/// The certificate Secrets of a copy of the aws example: the example's files
+/// and `secrets` written next to them (as `kubectl get secret -o json` would).
+fn aws_objects_with(secrets: &[serde_json::Value]) -> tempfile::TempDir {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(root.join("examples/objects/aws")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    for (i, secret) in secrets.iter().enumerate() {
+        std::fs::write(
+            dir.path().join(format!("certificate-{i}.json")),
+            serde_json::to_vec_pretty(secret).unwrap(),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// Real certificates for the aws example's namespace, as the controller
+/// generates them.
+fn aws_certificates() -> scion::secrets::Plan {
+    let spec = scion::profile::Profile::builtin("aws")
+        .expect("aws")
+        .control_plane()
+        .expect("components")
+        .certificates();
+    scion::secrets::plan(&scion::secrets::Request {
+        provider: "aws",
+        namespace: "shoot--dev--aws",
+        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        rotation: Default::default(),
+        existing: &[],
+        certificates: &spec,
+    })
+    .expect("plan")
+}
+
+fn ca_bundles(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("caBundle: "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn b64(text: &str) -> String {
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, text)
+}
+
+/// Certificate Secrets in the objects directory are used as the controller
+/// would find them in the seed: their names and CA bundle reach the objects,
+/// nothing is a placeholder, nothing is printed for them, and the bytes stay
+/// the same.
+#[test]
+fn certificate_secrets_in_the_objects_directory_are_used() {
+    let plan = aws_certificates();
+    assert!(
+        plan.create.len() >= 4,
+        "CA, bundle, CCM and webhook certificates"
+    );
+    let dir = aws_objects_with(&plan.create);
+    let args = [
+        "--provider",
+        "aws",
+        "--controlplane",
+        "shoot--dev--aws/control-plane",
+    ];
+    let (text, err) = render_ok(&args, dir.path());
+    assert!(!err.contains("placeholder"), "{err}");
+    assert!(!text.contains("PLACEHOLDER") && !text.contains("placeholder"));
+    assert!(
+        !text.contains("managed-by: secrets-manager"),
+        "the Secrets found are not printed again: the controller would create none"
+    );
+    for (config, secret) in &plan.certificates.secrets {
+        assert!(
+            text.contains(&format!("secretName: {secret}\n")),
+            "{config}: {secret} is mounted"
+        );
+    }
+    let bundles = ca_bundles(&text);
+    assert!(
+        !bundles.is_empty(),
+        "the webhook configurations carry the bundle"
+    );
+    assert!(
+        bundles
+            .iter()
+            .all(|b| *b == b64(&plan.certificates.ca_bundle)),
+        "the bundle of the objects directory's CA"
+    );
+    assert_eq!(render_ok(&args, dir.path()).0, text);
+    let mut managed = args.to_vec();
+    managed.push("--managed-resources");
+    let (first, _) = render_ok(&managed, dir.path());
+    assert_eq!(render_ok(&managed, dir.path()).0, first);
+    assert!(!first.contains("placeholder"));
+}
+
+/// Only the CA in the objects directory: the bundle the controller would
+/// create from it is printed with the CA's real bytes; the serving
+/// certificates it would sign are placeholders, each with a warning.
+#[test]
+fn with_only_the_ca_the_serving_certificates_are_placeholders() {
+    let plan = aws_certificates();
+    let ca: Vec<serde_json::Value> = plan
+        .create
+        .iter()
+        .filter(|s| s["metadata"]["labels"]["name"] == "ca-provider-aws-controlplane")
+        .cloned()
+        .collect();
+    assert_eq!(ca.len(), 1);
+    let dir = aws_objects_with(&ca);
+    let args = [
+        "--provider",
+        "aws",
+        "--controlplane",
+        "shoot--dev--aws/control-plane",
+    ];
+    let (text, err) = render_ok(&args, dir.path());
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).expect("yaml");
+    let printed: Vec<&serde_json::Value> = docs
+        .iter()
+        .filter(|d| d["metadata"]["labels"]["managed-by"] == "secrets-manager")
+        .collect();
+    let bundle = printed
+        .iter()
+        .find(|d| d["metadata"]["labels"]["name"] == "ca-provider-aws-controlplane-bundle")
+        .expect("the bundle the controller would create");
+    assert_eq!(
+        bundle["data"]["bundle.crt"],
+        b64(&plan.certificates.ca_bundle),
+        "the real CA's bytes"
+    );
+    assert!(
+        bundle["metadata"].get("annotations").is_none(),
+        "not a placeholder"
+    );
+    assert!(
+        bundle["metadata"]["labels"].get("issued-at-time").is_none(),
+        "no clock"
+    );
+    let servers: Vec<&&serde_json::Value> = printed
+        .iter()
+        .filter(|d| d["type"] == "kubernetes.io/tls")
+        .collect();
+    assert_eq!(servers.len(), plan.certificates.secrets.len());
+    for server in &servers {
+        let name = server["metadata"]["name"].as_str().expect("name");
+        assert!(
+            server["metadata"]["annotations"]["scion.gardener.cloud/placeholder"].is_string(),
+            "{name}"
+        );
+        let crt = base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            server["data"]["tls.crt"].as_str().expect("tls.crt"),
+        )
+        .expect("base64");
+        assert!(
+            String::from_utf8(crt)
+                .expect("text")
+                .starts_with("PLACEHOLDER tls.crt of ")
+        );
+        assert!(
+            err.contains(&format!(
+                "warning: Secret shoot--dev--aws/{name} is a placeholder"
+            )),
+            "{err}"
+        );
+    }
+    assert!(
+        ca_bundles(&text)
+            .iter()
+            .all(|b| *b == b64(&plan.certificates.ca_bundle))
+    );
+    assert_eq!(render_ok(&args, dir.path()).0, text);
 }

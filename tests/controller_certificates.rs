@@ -231,3 +231,65 @@ async fn a_ca_rotation_adds_a_ca_and_drops_the_old_one_when_completing() {
     assert!(!cas.contains(&old_ca[0]), "the old CA is gone");
     assert_eq!(bundle_certificates(&completing).await, 1);
 }
+
+/// Issue 22 item 7: only the offline render makes placeholders; the
+/// controller writes real keys and certificates (each one parses, no
+/// placeholder annotation or text), the CA bundle included.
+#[tokio::test]
+async fn the_controller_writes_real_certificates_never_placeholders() {
+    let f = real(shoot(&["IPv4"], false), "aws").await;
+    f.reconcile(&aws_cp(None, aws_subnets()))
+        .await
+        .expect("reconciles");
+    let secrets: Vec<Value> = f
+        .secrets()
+        .await
+        .into_iter()
+        .filter(|s| s["metadata"]["labels"]["managed-by"] == "secrets-manager")
+        .collect();
+    assert!(
+        secrets.len() >= 4,
+        "CA, bundle, CCM and webhook certificates"
+    );
+    let decode = |s: &Value, key: &str| -> Vec<u8> {
+        base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            s["data"][key]
+                .as_str()
+                .unwrap_or_else(|| panic!("{key} in {s}")),
+        )
+        .expect("base64")
+    };
+    for s in &secrets {
+        let name = s["metadata"]["name"].as_str().expect("name");
+        assert!(
+            s["metadata"]["annotations"][scion::secrets::PLACEHOLDER_ANNOTATION].is_null(),
+            "{name}"
+        );
+        assert_eq!(
+            s["metadata"]["labels"]["last-rotation-initiation-time"], "",
+            "{name}"
+        );
+        let certificate = ["ca.crt", "tls.crt", "bundle.crt"]
+            .into_iter()
+            .find(|k| s["data"].get(*k).is_some())
+            .unwrap_or_else(|| panic!("{name}: no certificate"));
+        let pem = decode(s, certificate);
+        assert!(
+            !String::from_utf8_lossy(&pem).contains("PLACEHOLDER"),
+            "{name}"
+        );
+        let info = scion::secrets::inspect(&pem).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(info.is_ca, certificate != "tls.crt", "{name}");
+        for key in ["ca.key", "tls.key"] {
+            if s["data"].get(key).is_some() {
+                assert!(
+                    String::from_utf8(decode(s, key))
+                        .expect("pem")
+                        .starts_with("-----BEGIN "),
+                    "{name} {key}"
+                );
+            }
+        }
+    }
+}

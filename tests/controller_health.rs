@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
-use scion::controller::health::{Caches, HealthChecks};
+use scion::controller::health::{CacheState, Caches, HealthChecks};
 use scion::controller::heartbeat::Heartbeat;
 use scion::gardener::{ControlPlane, ManagedResource, ShootContext};
 use serde_json::{Value, json};
@@ -56,10 +56,10 @@ fn deployment(f: &Real, available: &str) -> Deployment {
     serde_json::from_value(f.moved(&json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "cloud-controller-manager", "namespace": NS, "generation": 2},
-        "spec": {"selector": {}, "template": {}},
-        "status": {"observedGeneration": 2, "conditions": [
+        "spec": {"replicas": 1, "selector": {}, "template": {}},
+        "status": {"observedGeneration": 2, "updatedReplicas": 1, "conditions": [
             {"type": "Available", "status": available, "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."},
-            {"type": "Progressing", "status": "True"},
+            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
         ]},
     })))
     .expect("Deployment")
@@ -324,6 +324,284 @@ async fn hibernated_shoots_are_healthy_and_migrating_ones_are_not_checked() {
     w.f.clear().await;
     assert_eq!(w.pass(vec![], &[]).await, 0);
     assert_eq!(w.f.lines().await, Vec::<String>::new());
+}
+
+/// A clock an hour after the ticking one: past every progressing threshold.
+fn an_hour_later() -> String {
+    let n = TICK.fetch_add(1, Ordering::SeqCst);
+    format!("2026-11-21T04:{:02}:{:02}Z", n / 60, n % 60)
+}
+
+/// The Deployment `name` as the API server stores it.
+async fn stored_deployment(f: &Real, name: &str) -> Deployment {
+    let path = format!("/apis/apps/v1/namespaces/{}/deployments/{name}", f.ns());
+    serde_json::from_value(f.get(&path).await.expect("stored Deployment")).expect("Deployment")
+}
+
+/// The ManagedResource `name` as the API server stores it.
+async fn stored_mr(f: &Real, name: &str) -> ManagedResource {
+    serde_json::from_value(
+        f.get(&f.mr_path(name))
+            .await
+            .expect("stored ManagedResource"),
+    )
+    .expect("ManagedResource")
+}
+
+fn timed(type_: &str, status: &str, reason: &str, message: &str) -> Value {
+    json!({"type": type_, "status": status, "reason": reason, "message": message,
+           "lastTransitionTime": "2026-11-21T03:00:00Z", "lastUpdateTime": "2026-11-21T03:00:00Z"})
+}
+
+/// Issue 22 item 6: a Deployment mid-rollout, produced on the API server by
+/// writing its status subresource as the Deployment controller does, is
+/// `Progressing` (upstream's `CheckDeployment` fails it, the rollout is in
+/// flight), for at most its `progressDeadlineSeconds` since the condition
+/// left `True`; then `False`; `True` once rolled out; a rollout past its
+/// deadline is `False` at once.
+#[tokio::test]
+async fn a_deployment_rolling_out_is_progressing_until_its_deadline() {
+    let mut w = World::new(shoot(&["IPv4"], false)).await;
+    let ns = w.f.ns().to_owned();
+    let healthy = w.healthy_mrs();
+    let ccm = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "cloud-controller-manager", "namespace": NS},
+        "spec": {"replicas": 3, "progressDeadlineSeconds": 300,
+                 "selector": {"matchLabels": {"app": "ccm"}},
+                 "template": {"metadata": {"labels": {"app": "ccm"}},
+                              "spec": {"containers": [{"name": "ccm", "image": "ccm:v1"}]}}},
+        "status": {"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3,
+                   "readyReplicas": 3, "availableReplicas": 3, "conditions": [
+            timed("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+            timed("Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"ccm-1\" has successfully progressed."),
+        ]},
+    });
+    w.f.insert(&ccm).await;
+    let live = || stored_deployment(&w.f, "cloud-controller-manager");
+    assert_eq!(w.pass(vec![live().await], &healthy).await, 1);
+    assert_eq!(w.condition().await["status"], "True");
+
+    // A new image: a new generation, not yet observed.
+    let path = format!("/apis/apps/v1/namespaces/{ns}/deployments/cloud-controller-manager");
+    w.f.patch(&path, &json!({"spec": {"template": {"spec": {"containers": [{"name": "ccm", "image": "ccm:v2"}]}}}}))
+        .await;
+    assert_eq!(live().await.metadata.generation, Some(2));
+    assert_eq!(w.pass(vec![live().await], &healthy).await, 1);
+    let c = w.condition().await;
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str(), c["message"].as_str()),
+        (
+            Some("Progressing"),
+            Some("HealthCheckProgressing"),
+            Some(format!("deployment \"cloud-controller-manager\" in namespace \"{ns}\" is rolling out: observed generation outdated (1/2).").as_str())
+        )
+    );
+    let since = c["lastTransitionTime"].clone();
+
+    // Observed; one new pod up, two old ones going: not available.
+    w.f.patch_status(&ccm, &json!({"observedGeneration": 2, "updatedReplicas": 1,
+        "availableReplicas": 1, "unavailableReplicas": 2, "conditions": [
+        timed("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+        timed("Progressing", "True", "ReplicaSetUpdated", "ReplicaSet \"ccm-2\" is progressing."),
+    ]})).await;
+    assert_eq!(w.pass(vec![live().await], &healthy).await, 1);
+    let c = w.condition().await;
+    assert_eq!(c["status"], "Progressing");
+    assert_eq!(
+        c["message"],
+        format!(
+            "deployment \"cloud-controller-manager\" in namespace \"{ns}\" is rolling out: condition \"Available\" has invalid status False (expected True) due to MinimumReplicasUnavailable: Deployment does not have minimum availability."
+        )
+    );
+    assert_eq!(c["lastTransitionTime"], since, "still the same status");
+
+    // Past the Deployment's deadline (300 s) since the transition: False.
+    w.checks.now = an_hour_later;
+    assert_eq!(w.pass(vec![live().await], &healthy).await, 1);
+    let c = w.condition().await;
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("HealthCheckUnsuccessful"))
+    );
+    assert!(
+        c["message"]
+            .as_str()
+            .expect("message")
+            .contains("is rolling out: ")
+    );
+
+    // Rolled out: True.
+    w.checks.now = ticking;
+    w.f.patch_status(&ccm, &json!({"updatedReplicas": 3, "availableReplicas": 3,
+        "unavailableReplicas": 0, "conditions": [
+        timed("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+        timed("Progressing", "True", "NewReplicaSetAvailable", "ReplicaSet \"ccm-2\" has successfully progressed."),
+    ]})).await;
+    assert_eq!(w.pass(vec![live().await], &healthy).await, 1);
+    assert_eq!(w.condition().await["status"], "True");
+
+    // A rollout past its deadline (Progressing=False): unhealthy at once.
+    w.f.patch(&path, &json!({"spec": {"template": {"spec": {"containers": [{"name": "ccm", "image": "ccm:v3"}]}}}}))
+        .await;
+    w.f.patch_status(&ccm, &json!({"observedGeneration": 3, "updatedReplicas": 1, "conditions": [
+        timed("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+        timed("Progressing", "False", "ProgressDeadlineExceeded", "ReplicaSet \"ccm-3\" has timed out progressing."),
+    ]})).await;
+    assert_eq!(w.pass(vec![live().await], &healthy).await, 1);
+    let c = w.condition().await;
+    assert_eq!(c["status"], "False");
+    assert!(
+        c["message"]
+            .as_str()
+            .expect("message")
+            .contains("is unhealthy: condition \"Available\""),
+        "{c}"
+    );
+}
+
+/// Issue 22 item 6: the shoot side (the CSI node DaemonSet lives in the
+/// shoot) counts through the shoot ManagedResource's conditions, as
+/// gardenlet's `SystemComponentsHealthy` reads them: not yet observed by
+/// gardener-resource-manager, or its objects rolling out
+/// (`ResourcesProgressing=True`), is `Progressing`; `ResourcesHealthy=False`
+/// is `False`; all reported and rolled out is `True`. The ManagedResources
+/// are written to and read from the API server.
+#[tokio::test]
+async fn the_shoot_managed_resource_reports_progress_and_failure_of_the_shoot_side() {
+    let w = World::new(shoot(&["IPv4"], false)).await;
+    let ns = w.f.ns().to_owned();
+    let shoot_mr = MRS[2];
+    for (i, name) in MRS.iter().enumerate() {
+        let mut mr = serde_json::to_value(managed_resource(&w.f, name, true)).expect("json");
+        if i == 2 {
+            // created by scion, not yet seen by gardener-resource-manager
+            mr.as_object_mut().expect("object").remove("status");
+        }
+        w.f.insert(&mr).await;
+    }
+    let live = || async {
+        let mut mrs = Vec::new();
+        for name in MRS {
+            mrs.push(stored_mr(&w.f, name).await);
+        }
+        mrs
+    };
+    let ccm = || vec![deployment(&w.f, "True")];
+    assert_eq!(w.pass(ccm(), &live().await).await, 1);
+    let c = w.condition().await;
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str(), c["message"].as_str()),
+        (
+            Some("Progressing"),
+            Some("HealthCheckProgressing"),
+            Some(format!("managed resource \"{shoot_mr}\" in namespace \"{ns}\" is progressing: observed generation of managed resource {ns}/{shoot_mr} outdated (0/1).").as_str())
+        )
+    );
+
+    // Applied; the csi-driver-node DaemonSet rolls out in the shoot.
+    let object = json!({"apiVersion": "resources.gardener.cloud/v1alpha1", "kind": "ManagedResource",
+                        "metadata": {"name": shoot_mr, "namespace": NS}});
+    let status = |healthy: &str, progressing: &str, message: &str| {
+        json!({"observedGeneration": 1, "conditions": [
+            timed("ResourcesApplied", "True", "ApplySucceeded", "All resources are applied."),
+            timed("ResourcesHealthy", healthy, "ResourcesHealthy", message),
+            timed("ResourcesProgressing", progressing, "ResourcesProgressing", message),
+        ]})
+    };
+    w.f.patch_status(
+        &object,
+        &status(
+            "True",
+            "True",
+            "DaemonSet \"kube-system/csi-driver-node\" is progressing",
+        ),
+    )
+    .await;
+    assert_eq!(w.pass(ccm(), &live().await).await, 1);
+    let c = w.condition().await;
+    assert_eq!(c["status"], "Progressing");
+    assert_eq!(
+        c["message"],
+        format!(
+            "managed resource \"{shoot_mr}\" in namespace \"{ns}\" is progressing: condition ResourcesProgressing of managed resource {ns}/{shoot_mr} is True: DaemonSet \"kube-system/csi-driver-node\" is progressing."
+        )
+    );
+
+    // The DaemonSet's pods crash: False.
+    w.f.patch_status(
+        &object,
+        &status(
+            "False",
+            "False",
+            "DaemonSet \"kube-system/csi-driver-node\" is unhealthy",
+        ),
+    )
+    .await;
+    assert_eq!(w.pass(ccm(), &live().await).await, 1);
+    let c = w.condition().await;
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("HealthCheckUnsuccessful"))
+    );
+    assert!(
+        c["message"]
+            .as_str()
+            .expect("message")
+            .contains(&format!("is unhealthy: condition ResourcesHealthy of managed resource {ns}/{shoot_mr} is False: DaemonSet")),
+        "{c}"
+    );
+
+    // Rolled out and healthy: True.
+    w.f.patch_status(
+        &object,
+        &status("True", "False", "All resources are healthy."),
+    )
+    .await;
+    assert_eq!(w.pass(ccm(), &live().await).await, 1);
+    assert_eq!(w.condition().await["status"], "True");
+}
+
+/// A check whose cache is not current (its watch failing) could not run:
+/// `Unknown`, `ConditionCheckError`, as upstream's failed GET. The cache's
+/// state is set by hand: a real API server can be made to refuse the watch,
+/// but only before the first list, when the loop does not run at all.
+#[tokio::test]
+async fn a_check_whose_cache_is_not_current_makes_the_condition_unknown() {
+    let w = World::new(shoot(&["IPv4"], false)).await;
+    let ns = w.f.ns().to_owned();
+    let healthy = w.healthy_mrs();
+    let name = format!("managedresources {}", MRS[2]);
+    let mut caches = Caches::synced(
+        store_of(vec![w.f.controlplane().await]),
+        store_of(vec![deployment(&w.f, "True")]),
+        MRS.iter()
+            .map(|n| {
+                let mine = healthy
+                    .iter()
+                    .filter(|m| m.metadata.name.as_deref() == Some(*n))
+                    .cloned()
+                    .collect();
+                (n.to_string(), store_of(mine))
+            })
+            .collect(),
+    );
+    caches.synced.retain(|(n, _)| *n != name);
+    let (_tx, rx) = tokio::sync::watch::channel(CacheState {
+        synced: true,
+        error: Some("managedresources is forbidden".into()),
+    });
+    caches.synced.push((name, rx));
+    assert_eq!(w.checks.pass(&caches).await, 1);
+    let c = w.condition().await;
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str(), c["message"].as_str()),
+        (
+            Some("Unknown"),
+            Some("ConditionCheckError"),
+            Some(format!("failed to execute 1 health check: Managed Resource \"{}\" in namespace \"{ns}\": its cache is not current: managedresources is forbidden.", MRS[2]).as_str())
+        )
+    );
 }
 
 fn lease_path(namespace: &str) -> String {

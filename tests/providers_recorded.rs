@@ -7,9 +7,11 @@
 //! compared by their own tests.
 //!
 //! The renders run the library functions `scion render` runs, with the
-//! serving certificate's Secret name fixed: the certificates `render` prints
-//! are generated afresh each time (new keys, new names), and their names
-//! reach the ManagedResources' Secrets. Everything else is the command's path.
+//! certificate Secret names and the CA bundle fixed and no certificate
+//! Secrets printed, so these files record the components alone; the
+//! certificates `render` plans (placeholders, or the objects directory's
+//! Secrets) and the determinism of the whole command are `tests/cli_render.rs`'s.
+//! Everything else is the command's path.
 //!
 //! `SCION_UPDATE_RECORDED=1` rewrites the files: only for a change of output
 //! that is meant, and then say so in the commit.

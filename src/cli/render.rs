@@ -4,8 +4,16 @@
 //! Secrets, then the configuration, seed and shoot ManagedResources' objects);
 //! with `--managed-resources` the directly written Secrets, then each
 //! ManagedResource's Secret and the ManagedResource, exactly as the controller
-//! writes them. The certificates are generated for the render (ephemeral):
-//! the controller keeps its own in the shoot namespace and reuses them.
+//! writes them.
+//!
+//! **Deterministic.** The same objects directory gives the same bytes. The
+//! certificate Secrets (CA, bundle, serving certificates) are planned as the
+//! controller plans them against the seed, against the secrets manager's
+//! Secrets of the shoot namespace in the objects directory
+//! ([`crate::secrets::plan_offline`]): those found are used (their names and
+//! CA bundle reach the objects), and each one the controller would create is
+//! printed as a stable placeholder, never fresh keys, with a `warning:` on
+//! stderr.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,8 +53,13 @@ pub struct RenderArgs {
     pub managed_resources: bool,
 }
 
-/// What `render` prints on stderr about the certificates.
-pub const EPHEMERAL_NOTE: &str = "note: the certificate Secrets (CA, bundle, serving certificate) are ephemeral, generated for this render; the controller generates them once per shoot namespace and keeps them";
+/// What `render` prints on stderr for a placeholder certificate Secret.
+pub fn placeholder_warning(namespace: &str, name: &str, config: &str, dir: &Path) -> String {
+    format!(
+        "warning: Secret {namespace}/{name} is a placeholder, not a certificate: {} holds no usable Secret of the certificate config {config} (labels managed-by=secrets-manager, name={config}); the controller generates it in the shoot namespace",
+        dir.display()
+    )
+}
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -69,7 +82,9 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         })?;
     let profile = args.provider.profile()?;
     let provider = profile.provider.clone();
-    let (cp, shoot, credentials) = load_render_inputs(&args.objects_dir, namespace, name)?;
+    let objects = load_objects(&args.objects_dir)?;
+    let cp = controlplane_in(&objects, &args.objects_dir, namespace, name)?;
+    let (cp, shoot, credentials) = inputs_from_state(&objects, cp)?;
     if cp.spec.type_ != provider {
         bail!(
             "ControlPlane {namespace}/{name} is of type {:?}, not {provider:?}: render it with --provider {}",
@@ -88,7 +103,15 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     };
     let spec = profile.control_plane()?;
     let images = super::provider::images(&profile)?;
-    let certificates = ephemeral_certificates(&provider, &cp, &shoot, &spec.certificates())?;
+    let existing = certificate_secrets(&objects, &provider, namespace);
+    let certificates = offline_certificates(
+        &provider,
+        &cp,
+        &shoot,
+        &spec.certificates(),
+        &existing,
+        k8s_openapi::jiff::Timestamp::now().as_second(),
+    )?;
     let (text, unhonoured) = render_with_warnings(
         &RenderInput {
             cp: &cp,
@@ -106,7 +129,29 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
             output: args.output,
         },
     )?;
-    eprintln!("{EPHEMERAL_NOTE}");
+    for secret in &certificates.create {
+        if secret
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::secrets::PLACEHOLDER_ANNOTATION))
+            .is_some()
+        {
+            let text = |p: &str| {
+                secret
+                    .pointer(p)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+            };
+            eprintln!(
+                "{}",
+                placeholder_warning(
+                    text("/metadata/namespace"),
+                    text("/metadata/name"),
+                    text("/metadata/labels/name"),
+                    &args.objects_dir
+                )
+            );
+        }
+    }
     for option in &unhonoured {
         eprintln!("warning: ControlPlane {namespace}/{name}: {option}");
     }
@@ -114,18 +159,63 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Certificates for a render: the secrets manager's plan against an empty namespace.
-pub fn ephemeral_certificates(
+/// The secrets manager's Secrets of `provider` in `namespace` of an objects
+/// directory (labels `managed-by=secrets-manager`,
+/// `manager-identity=provider-<p>-controlplane`), as the controller lists
+/// them in the seed.
+pub fn certificate_secrets(
+    objects: &ObjectsDir,
+    provider: &str,
+    namespace: &str,
+) -> Vec<k8s_openapi::api::core::v1::Secret> {
+    let identity = crate::secrets::identity(provider);
+    objects
+        .snapshot()
+        .selected(
+            ObjectKind::Secret,
+            namespace,
+            &[
+                (crate::secrets::LABEL_MANAGED_BY, crate::secrets::MANAGED_BY),
+                (crate::secrets::LABEL_IDENTITY, &identity),
+            ],
+        )
+        .into_iter()
+        .filter_map(|(name, data)| match data {
+            ObjectData::Secret { data, labels } => Some(k8s_openapi::api::core::v1::Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(name),
+                    namespace: Some(namespace.to_string()),
+                    labels: Some(labels),
+                    ..Default::default()
+                },
+                data: data.map(|d| {
+                    d.into_iter()
+                        .map(|(k, v)| (k, k8s_openapi::ByteString(v)))
+                        .collect()
+                }),
+                ..Default::default()
+            }),
+            ObjectData::ConfigMap { .. } => None,
+        })
+        .collect()
+}
+
+/// Certificates for an offline render: the secrets manager's plan against
+/// `existing` (the objects directory's), with placeholders for what the
+/// controller would create; `now` decides only renewals.
+pub fn offline_certificates(
     provider: &str,
     cp: &ControlPlane,
     shoot: &ShootContext,
     certificates: &[crate::secrets::ServerCertificate],
+    existing: &[k8s_openapi::api::core::v1::Secret],
+    now: i64,
 ) -> anyhow::Result<crate::secrets::Plan> {
     let rotation = shoot.ca_rotation();
-    Ok(crate::secrets::plan(&crate::secrets::Request {
+    Ok(crate::secrets::plan_offline(&crate::secrets::Request {
         provider,
         namespace: cp.namespace(),
-        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        now,
         rotation: crate::secrets::CaRotation {
             last_initiation: rotation
                 .last_initiation_time
@@ -133,7 +223,7 @@ pub fn ephemeral_certificates(
                 .and_then(crate::secrets::unix_seconds),
             completing: rotation.phase.as_deref() == Some("Completing"),
         },
-        existing: &[],
+        existing,
         certificates,
     })?)
 }
@@ -197,17 +287,33 @@ pub fn load_render_inputs(
     namespace: &str,
     name: &str,
 ) -> anyhow::Result<(ControlPlane, Arc<ShootContext>, Option<ObjectData>)> {
+    let objects = load_objects(dir)?;
+    let cp = controlplane_in(&objects, dir, namespace, name)?;
+    inputs_from_state(&objects, cp)
+}
+
+/// Read an objects directory, each problem a `warning:` on stderr.
+pub fn load_objects(dir: &Path) -> anyhow::Result<ObjectsDir> {
     let (objects, problems) = ObjectsDir::load(dir)
         .with_context(|| format!("reading the objects directory {}", dir.display()))?;
     for problem in &problems {
         eprintln!("warning: {problem}");
     }
+    Ok(objects)
+}
+
+/// The ControlPlane `namespace/name` of an objects directory.
+fn controlplane_in(
+    objects: &ObjectsDir,
+    dir: &Path,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<ControlPlane> {
     let cp = objects
         .controlplane(namespace, name)
         .with_context(|| format!("no ControlPlane {namespace}/{name} in {}", dir.display()))?;
-    let cp: ControlPlane = serde_json::from_value(cp)
-        .with_context(|| format!("ControlPlane {namespace}/{name} in {}", dir.display()))?;
-    inputs_from_state(&objects, cp)
+    serde_json::from_value(cp)
+        .with_context(|| format!("ControlPlane {namespace}/{name} in {}", dir.display()))
 }
 
 /// Shoot context and credentials for `cp` from any state source.

@@ -11,17 +11,28 @@
 //! | being deleted, or migrating (annotation `migrate`, last operation `Migrate`) | – | – | not checked, nothing written |
 //! | hibernation enabled | `True` | `HealthCheckSuccessful` | `Shoot is hibernated` |
 //! | every check passes | `True` | `HealthCheckSuccessful` | `All health checks successful` |
+//! | a check's cache is not current (watch failing) | `Unknown` | `ConditionCheckError` | `failed to execute 1 health check: <d>.` |
 //! | a check fails | `False` | `HealthCheckUnsuccessful` | the detail with a trailing `.`; several: `1) <d>. 2) <d>.` |
+//! | only rollouts in flight, within their threshold | `Progressing` | `HealthCheckProgressing` | the details |
 //!
-//! The checks, in this order (Gardener runs them in parallel and joins the
-//! details in completion order; scion's order is fixed):
+//! The decision is the pure [`verdict`] (its doc has the whole table, which
+//! checks progress and for how long). The checks, in this order (Gardener
+//! runs them in parallel and joins the details in completion order; scion's
+//! order is fixed):
 //! - each declared Deployment, in component order (`general.NewSeedDeploymentHealthChecker`):
 //!   `deployment "<name>" in namespace "<ns>" not found`, or `... is unhealthy:
 //!   <reason>` with the first of: observed generation outdated, `Available`
-//!   missing or not `True`, `Progressing` not `True`, `ReplicaFailure` not `False`;
+//!   missing or not `True`, `Progressing` not `True`, `ReplicaFailure` not
+//!   `False`; `... is rolling out: <reason>` (progressing) while its rollout
+//!   is in flight;
 //! - each ManagedResource scion writes (`general.CheckManagedResource`):
 //!   `Managed Resource "<name>" in namespace "<ns>" not found`, or
-//!   `managed resource "<name>" in namespace "<ns>" is unhealthy: <reason>`.
+//!   `managed resource "<name>" in namespace "<ns>" is unhealthy: <reason>`
+//!   (`ResourcesApplied` or `ResourcesHealthy` `False`), or `... is
+//!   progressing: <reason>` while gardener-resource-manager has not observed
+//!   it or its objects roll out (`ResourcesProgressing`): the shoot's
+//!   ManagedResources stand for the shoot-side objects (the CSI node
+//!   DaemonSet), as gardenlet's `SystemComponentsHealthy` reads them.
 //!
 //! The checks read reflector caches (the controller's ControlPlanes, the
 //! declared Deployments and the ManagedResources, one cache per name, each
@@ -74,10 +85,12 @@ use crate::gardener::managedresource::Condition;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::state::StateSource;
 
+pub mod verdict;
+use verdict::{Check, Verdict};
+
 /// The condition type.
 pub const CONDITION_TYPE: &str = "ControlPlaneHealthy";
-pub const REASON_SUCCESSFUL: &str = "HealthCheckSuccessful";
-pub const REASON_UNSUCCESSFUL: &str = "HealthCheckUnsuccessful";
+pub use verdict::{REASON_CHECK_ERROR, REASON_PROGRESSING, REASON_SUCCESSFUL, REASON_UNSUCCESSFUL};
 /// Gardener's default sync period.
 pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(30);
 
@@ -333,6 +346,20 @@ impl Caches {
         self.deployments.iter().find_map(|(_, s)| s.get(&key))
     }
 
+    /// Why the cache `name` (`deployments <name>`, `managedresources
+    /// <name>`) cannot be trusted now: not synced, or its watch failing (the
+    /// check "could not run", upstream's failed GET); `None` when it is
+    /// current or not one of the loop's own.
+    pub fn not_current(&self, name: &str) -> Option<String> {
+        let (_, rx) = self.synced.iter().find(|(n, _)| n == name)?;
+        let state = rx.borrow();
+        match (&state.error, state.synced) {
+            (Some(e), _) => Some(format!("its cache is not current: {e}")),
+            (None, false) => Some("its cache has not been listed yet".to_string()),
+            (None, true) => None,
+        }
+    }
+
     /// The caches not synced yet, with their last error.
     pub fn pending(&self) -> Vec<String> {
         self.synced
@@ -358,103 +385,10 @@ impl Caches {
     }
 }
 
-/// Gardener's `health.CheckDeployment` reason, `None` when healthy.
-fn deployment_problem(d: &Deployment) -> Option<String> {
-    let generation = d.metadata.generation.unwrap_or_default();
-    let status = d.status.clone().unwrap_or_default();
-    let observed = status.observed_generation.unwrap_or_default();
-    if observed < generation {
-        return Some(format!(
-            "observed generation outdated ({observed}/{generation})"
-        ));
-    }
-    let conditions = status.conditions.unwrap_or_default();
-    let find = |t: &str| conditions.iter().find(|c| c.type_ == t);
-    let state = |t: &str, expected: &str| {
-        find(t).filter(|c| c.status != expected).map(|c| {
-            format!(
-                "condition {t:?} has invalid status {} (expected {expected}) due to {}: {}",
-                c.status,
-                c.reason.clone().unwrap_or_default(),
-                c.message.clone().unwrap_or_default()
-            )
-        })
-    };
-    if find("Available").is_none() {
-        return Some("condition \"Available\" is missing".into());
-    }
-    state("Available", "True")
-        .or_else(|| state("Progressing", "True"))
-        .or_else(|| state("ReplicaFailure", "False"))
-}
-
-/// The detail of the Deployment check, `None` when healthy.
-pub fn check_deployment(namespace: &str, name: &str, live: Option<&Deployment>) -> Option<String> {
-    match live {
-        None => Some(format!(
-            "deployment {name:?} in namespace {namespace:?} not found"
-        )),
-        Some(d) => deployment_problem(d).map(|reason| {
-            format!("deployment {name:?} in namespace {namespace:?} is unhealthy: {reason}")
-        }),
-    }
-}
-
-/// The detail of the ManagedResource check, `None` when healthy.
-pub fn check_managed_resource(
-    namespace: &str,
-    name: &str,
-    live: Option<&ManagedResource>,
-) -> Option<String> {
-    match live {
-        None => Some(format!(
-            "Managed Resource {name:?} in namespace {namespace:?} not found"
-        )),
-        Some(mr) => mr.check_healthy().err().map(|reason| {
-            format!("managed resource {name:?} in namespace {namespace:?} is unhealthy: {reason}")
-        }),
-    }
-}
-
-/// Status, reason and message from the failed checks' details (Gardener's
-/// message utilities: a single detail with a trailing dot; several numbered).
-pub fn outcome(hibernated: bool, details: &[String]) -> (&'static str, &'static str, String) {
-    if hibernated {
-        return ("True", REASON_SUCCESSFUL, "Shoot is hibernated".into());
-    }
-    let dot = |d: &String| {
-        if d.ends_with('.') {
-            d.clone()
-        } else {
-            format!("{d}.")
-        }
-    };
-    match details {
-        [] => (
-            "True",
-            REASON_SUCCESSFUL,
-            "All health checks successful".into(),
-        ),
-        [one] => ("False", REASON_UNSUCCESSFUL, dot(one)),
-        many => {
-            let text: Vec<String> = many
-                .iter()
-                .enumerate()
-                .map(|(i, d)| format!("{}) {}", i + 1, dot(d)))
-                .collect();
-            ("False", REASON_UNSUCCESSFUL, text.join(" "))
-        }
-    }
-}
-
 /// Gardener's condition builder: the old condition's `lastTransitionTime`
 /// unless the status changes, its `lastUpdateTime` unless reason, message or
 /// codes change. `None` when nothing changed (nothing to write).
-pub fn build(
-    old: Option<&Condition>,
-    (status, reason, message): (&str, &str, String),
-    now: &str,
-) -> Option<Condition> {
+pub fn build(old: Option<&Condition>, verdict: Verdict, now: &str) -> Option<Condition> {
     let mut c = old.cloned().unwrap_or_default();
     if c.last_transition_time.is_empty() {
         c.last_transition_time = now.to_string();
@@ -463,16 +397,18 @@ pub fn build(
         c.last_update_time = now.to_string();
     }
     c.type_ = CONDITION_TYPE.to_string();
-    if old.is_some_and(|o| o.status != status) {
+    if old.is_some_and(|o| o.status != verdict.status) {
         c.last_transition_time = now.to_string();
     }
-    if old.is_some_and(|o| o.reason != reason || o.message != message || !o.codes.is_empty()) {
+    if old.is_some_and(|o| {
+        o.reason != verdict.reason || o.message != verdict.message || o.codes != verdict.codes
+    }) {
         c.last_update_time = now.to_string();
     }
-    c.status = status.to_string();
-    c.reason = reason.to_string();
-    c.message = message;
-    c.codes = Vec::new();
+    c.status = verdict.status.to_string();
+    c.reason = verdict.reason.to_string();
+    c.message = verdict.message;
+    c.codes = verdict.codes;
     (old != Some(&c)).then_some(c)
 }
 
@@ -494,15 +430,33 @@ impl HealthChecks {
             return None;
         }
         let namespace = cp.namespace();
-        let mut details = Vec::new();
+        let mut checks = Vec::new();
         if !shoot.hibernation_enabled() {
             for name in &self.deployments {
-                let live = caches.deployment(namespace, name);
-                details.extend(check_deployment(namespace, name, live.as_deref()));
+                checks.push(match caches.not_current(&format!("deployments {name}")) {
+                    Some(why) => Check::Failed {
+                        detail: format!("deployment {name:?} in namespace {namespace:?}: {why}"),
+                    },
+                    None => {
+                        let live = caches.deployment(namespace, name);
+                        verdict::deployment(namespace, name, live.as_deref())
+                    }
+                });
             }
             for (name, store) in &caches.managed_resources {
-                let live = store.get(&ObjectRef::new(name).within(namespace));
-                details.extend(check_managed_resource(namespace, name, live.as_deref()));
+                checks.push(
+                    match caches.not_current(&format!("managedresources {name}")) {
+                        Some(why) => Check::Failed {
+                            detail: format!(
+                                "Managed Resource {name:?} in namespace {namespace:?}: {why}"
+                            ),
+                        },
+                        None => {
+                            let live = store.get(&ObjectRef::new(name).within(namespace));
+                            verdict::managed_resource(namespace, name, live.as_deref())
+                        }
+                    },
+                );
             }
         }
         let old: Option<Condition> = cp
@@ -510,10 +464,12 @@ impl HealthChecks {
             .iter()
             .find(|c| c.get("type").and_then(Value::as_str) == Some(CONDITION_TYPE))
             .and_then(|c| serde_json::from_value(c.clone()).ok());
+        let now = (self.now)();
+        let now_unix = crate::secrets::unix_seconds(&now).unwrap_or_default();
         build(
             old.as_ref(),
-            outcome(shoot.hibernation_enabled(), &details),
-            &(self.now)(),
+            verdict::decide(shoot.hibernation_enabled(), &checks, old.as_ref(), now_unix),
+            &now,
         )
     }
 

@@ -6,8 +6,18 @@
 //! [`plan`] is pure: from the Secrets of the manager identity in the shoot
 //! namespace, the time and the shoot's CA rotation it decides which Secrets
 //! to create, which are current (CA, old CA, bundle, server certificate) and
-//! which are stale. The controller lists, creates and deletes; `scion render`
-//! plans against nothing and prints ephemeral certificates.
+//! which are stale. The controller lists, creates and deletes.
+//!
+//! **Offline.** [`plan_offline`] is the same decision for `scion render`,
+//! which must print the same bytes for the same input: it plans against the
+//! certificate Secrets of the objects directory (as the controller finds them
+//! in the seed) and, for each Secret the controller would create, prints a
+//! stable placeholder instead of fresh keys: data that reads `PLACEHOLDER …`,
+//! the annotation [`PLACEHOLDER_ANNOTATION`], no time labels
+//! (`issued-at-time`, `valid-until-time`: the controller stamps its own), and,
+//! for a certificate due for renewal, the rotation label `placeholder` instead
+//! of the time. Its names are content-addressed as usual, so they are stable
+//! too. The controller never calls it.
 //!
 //! | config | Secret | data | notes |
 //! |---|---|---|---|
@@ -68,6 +78,14 @@ pub const LABEL_RENEW_AFTER_PERCENTAGE: &str = "renew-after-validity-percentage"
 pub const SERVER_CONFIG: &str = "cloud-controller-manager-server";
 /// Common name of the CCM serving certificate and the Service it covers.
 pub const SERVER_COMMON_NAME: &str = "cloud-controller-manager";
+
+/// The annotation on every Secret [`plan_offline`] made up instead of
+/// generating it; its value says so.
+pub const PLACEHOLDER_ANNOTATION: &str = "scion.gardener.cloud/placeholder";
+
+/// The rotation label of a renewal that [`plan_offline`] stands in for (the
+/// controller writes the time of the renewal).
+pub const PLACEHOLDER_ROTATION: &str = "placeholder";
 
 /// Renewal: after 80 % of the validity, or 10 days before its end.
 const RENEW_PERCENTAGE: i64 = 80;
@@ -224,6 +242,8 @@ struct Known {
     data: BTreeMap<String, Vec<u8>>,
     /// Creation time (Unix seconds), or `i64::MAX` for Secrets created now.
     created: i64,
+    /// A placeholder [`plan_offline`] made (its bundle is one too).
+    placeholder: bool,
 }
 
 impl Known {
@@ -233,17 +253,28 @@ impl Known {
             .as_ref()
             .map(|d| d.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
             .unwrap_or_default();
+        // Without a creation time (a Secret from an objects directory written
+        // by hand) the certificate's issue time orders it.
         let created = secret
             .metadata
             .creation_timestamp
             .as_ref()
             .map(|t| t.0.as_second())
+            .or_else(|| {
+                secret
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(LABEL_ISSUED_AT))
+                    .and_then(|v| v.parse().ok())
+            })
             .unwrap_or_default();
         Known {
             name: secret.metadata.name.clone().unwrap_or_default(),
             labels: secret.metadata.labels.clone().unwrap_or_default(),
             data,
             created,
+            placeholder: false,
         }
     }
 
@@ -277,6 +308,9 @@ impl Known {
             labels,
             data,
             created: i64::MAX,
+            placeholder: object["metadata"]["annotations"]
+                .get(PLACEHOLDER_ANNOTATION)
+                .is_some(),
         }
     }
 
@@ -290,6 +324,33 @@ impl Known {
         sum.truncate(63);
         sum
     }
+}
+
+/// How a plan makes the Secrets it has to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// New keys and certificates (the controller).
+    Generate,
+    /// Stable placeholders that say so (`scion render`).
+    Placeholder,
+}
+
+/// The data of a placeholder Secret's `key`: one line that says what it
+/// stands for.
+pub fn placeholder_data(config: &str, key: &str) -> String {
+    format!(
+        "PLACEHOLDER {key} of {config}: scion render generates no keys; the controller generates this Secret in the shoot namespace and keeps it\n"
+    )
+}
+
+/// What [`PLACEHOLDER_ANNOTATION`] says.
+const PLACEHOLDER_NOTE: &str = "not a certificate: scion render generates no keys and found no usable Secret of this config in the objects directory; the controller generates it in the shoot namespace";
+
+/// [`plan`] for an offline render: the Secrets it would create are
+/// placeholders (see the module doc), never fresh keys, so the same input
+/// gives the same bytes.
+pub fn plan_offline(request: &Request<'_>) -> Result<Plan, SecretsError> {
+    plan_with(request, Keys::Placeholder)
 }
 
 /// Plan the CA, its bundle and the serving certificates (the CCM's, then
@@ -306,6 +367,10 @@ impl Known {
 /// its newest Secret, or now when that certificate is due for renewal (80 %
 /// of its validity, or 10 days before its end).
 pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
+    plan_with(request, Keys::Generate)
+}
+
+fn plan_with(request: &Request<'_>, keys: Keys) -> Result<Plan, SecretsError> {
     let existing: Vec<Known> = request.existing.iter().map(Known::from_secret).collect();
     let identity = identity(request.provider);
     let ca_config = ca_name(request.provider);
@@ -332,25 +397,33 @@ pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
         Some(found) => found.clone(),
         None => {
             let name = secret_name(&ca_config, &ca_checksum, "", &ca_rotation);
-            let generated = generate::ca(&name, request.now)?;
+            let generated = match keys {
+                Keys::Generate => Some(generate::ca(&name, request.now)?),
+                Keys::Placeholder => None,
+            };
+            let (cert, key) = match &generated {
+                Some(g) => (g.cert_pem.clone(), g.key_pem.clone()),
+                None => (
+                    placeholder_data(&ca_config, "ca.crt"),
+                    placeholder_data(&ca_config, "ca.key"),
+                ),
+            };
+            let mut pairs = vec![
+                (LABEL_NAME, ca_config.clone()),
+                (LABEL_MANAGED_BY, MANAGED_BY.to_string()),
+                (LABEL_IDENTITY, identity.clone()),
+                (LABEL_CHECKSUM_CONFIG, ca_checksum.clone()),
+                (LABEL_ROTATION, ca_rotation.clone()),
+                (LABEL_PERSIST, "true".to_string()),
+            ];
+            pairs.extend(validity_labels(generated.as_ref()));
             let object = secret_object(
                 &name,
                 request.namespace,
-                labels(&[
-                    (LABEL_NAME, &ca_config),
-                    (LABEL_MANAGED_BY, MANAGED_BY),
-                    (LABEL_IDENTITY, &identity),
-                    (LABEL_CHECKSUM_CONFIG, &ca_checksum),
-                    (LABEL_ROTATION, &ca_rotation),
-                    (LABEL_PERSIST, "true"),
-                    (LABEL_ISSUED_AT, &generated.not_before.to_string()),
-                    (LABEL_VALID_UNTIL, &generated.not_after.to_string()),
-                ]),
-                &[
-                    ("ca.crt", &generated.cert_pem),
-                    ("ca.key", &generated.key_pem),
-                ],
+                owned_labels(pairs),
+                &[("ca.crt", &cert), ("ca.key", &key)],
                 "Opaque",
+                generated.is_none(),
             );
             create.push(object.clone());
             Known::from_value(&object)
@@ -387,20 +460,25 @@ pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
     match existing.iter().find(|s| s.name == bundle_name) {
         Some(found) => in_use.push(found.name.clone()),
         None => {
+            let mut pairs = vec![
+                (LABEL_NAME, bundle_config.clone()),
+                (LABEL_MANAGED_BY, MANAGED_BY.to_string()),
+                (LABEL_IDENTITY, identity.clone()),
+                (LABEL_CHECKSUM_CONFIG, bundle_checksum.clone()),
+                (LABEL_ROTATION, String::new()),
+                (LABEL_BUNDLE_FOR, ca_config.clone()),
+            ];
+            // The time the controller creates it; offline there is none.
+            if keys == Keys::Generate {
+                pairs.push((LABEL_ISSUED_AT, request.now.to_string()));
+            }
             let object = secret_object(
                 &bundle_name,
                 request.namespace,
-                labels(&[
-                    (LABEL_NAME, &bundle_config),
-                    (LABEL_MANAGED_BY, MANAGED_BY),
-                    (LABEL_IDENTITY, &identity),
-                    (LABEL_CHECKSUM_CONFIG, &bundle_checksum),
-                    (LABEL_ROTATION, ""),
-                    (LABEL_BUNDLE_FOR, &ca_config),
-                    (LABEL_ISSUED_AT, &request.now.to_string()),
-                ]),
+                owned_labels(pairs),
                 &[("bundle.crt", &bundle_text)],
                 "Opaque",
+                ca.placeholder,
             );
             in_use.push(bundle_name.clone());
             create.push(object);
@@ -420,7 +498,15 @@ pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
         } else {
             old_ca.as_ref().unwrap_or(&ca)
         };
-        let name = server_certificate(request, &existing, &identity, config, signer, &mut create)?;
+        let name = server_certificate(
+            request,
+            keys,
+            &existing,
+            &identity,
+            config,
+            signer,
+            &mut create,
+        )?;
         if config.name == SERVER_CONFIG {
             server_secret = name.clone();
         }
@@ -452,6 +538,7 @@ pub fn plan(request: &Request<'_>) -> Result<Plan, SecretsError> {
 /// its validity, or 10 days before its end).
 fn server_certificate(
     request: &Request<'_>,
+    keys: Keys,
     existing: &[Known],
     identity: &str,
     config: &ServerCertificate,
@@ -477,7 +564,10 @@ fn server_certificate(
     if let Some(newest) = newest_server
         && must_renew(newest, request.now)?
     {
-        server_rotation = request.now.to_string();
+        server_rotation = match keys {
+            Keys::Generate => request.now.to_string(),
+            Keys::Placeholder => PLACEHOLDER_ROTATION.to_string(),
+        };
     }
     let usable = |s: &&Known| -> bool {
         s.label(LABEL_NAME) == config.name
@@ -498,37 +588,46 @@ fn server_certificate(
         &signing_checksum,
         &server_rotation,
     );
-    let generated = generate::server(
-        &config.common_name,
-        &dns,
-        signer
-            .data
-            .get("ca.crt")
-            .zip(signer.data.get("ca.key"))
-            .ok_or_else(|| SecretsError::Malformed {
-                name: signer.name.clone(),
-                reason: "a CA Secret needs ca.crt and ca.key".into(),
-            })?,
-        request.now,
-    )?;
+    let signing_ca = signer
+        .data
+        .get("ca.crt")
+        .zip(signer.data.get("ca.key"))
+        .ok_or_else(|| SecretsError::Malformed {
+            name: signer.name.clone(),
+            reason: "a CA Secret needs ca.crt and ca.key".into(),
+        })?;
+    let generated = match keys {
+        Keys::Generate => Some(generate::server(
+            &config.common_name,
+            &dns,
+            signing_ca,
+            request.now,
+        )?),
+        Keys::Placeholder => None,
+    };
+    let (cert, key) = match &generated {
+        Some(g) => (g.cert_pem.clone(), g.key_pem.clone()),
+        None => (
+            placeholder_data(&config.name, "tls.crt"),
+            placeholder_data(&config.name, "tls.key"),
+        ),
+    };
+    let mut pairs = vec![
+        (LABEL_NAME, config.name.clone()),
+        (LABEL_MANAGED_BY, MANAGED_BY.to_string()),
+        (LABEL_IDENTITY, identity.to_string()),
+        (LABEL_CHECKSUM_CONFIG, server_checksum.clone()),
+        (LABEL_CHECKSUM_SIGNING_CA, signing_checksum.clone()),
+        (LABEL_ROTATION, server_rotation.clone()),
+    ];
+    pairs.extend(validity_labels(generated.as_ref()));
     let object = secret_object(
         &name,
         request.namespace,
-        labels(&[
-            (LABEL_NAME, &config.name),
-            (LABEL_MANAGED_BY, MANAGED_BY),
-            (LABEL_IDENTITY, identity),
-            (LABEL_CHECKSUM_CONFIG, &server_checksum),
-            (LABEL_CHECKSUM_SIGNING_CA, &signing_checksum),
-            (LABEL_ROTATION, &server_rotation),
-            (LABEL_ISSUED_AT, &generated.not_before.to_string()),
-            (LABEL_VALID_UNTIL, &generated.not_after.to_string()),
-        ]),
-        &[
-            ("tls.crt", &generated.cert_pem),
-            ("tls.key", &generated.key_pem),
-        ],
+        owned_labels(pairs),
+        &[("tls.crt", &cert), ("tls.key", &key)],
         "kubernetes.io/tls",
+        generated.is_none(),
     );
     create.push(object);
     Ok(name)
@@ -584,11 +683,21 @@ fn secret_name(config: &str, config_checksum: &str, signing: &str, rotation: &st
     name
 }
 
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+fn owned_labels(pairs: Vec<(&str, String)>) -> BTreeMap<String, String> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// `issued-at-time` and `valid-until-time` of a generated certificate; none
+/// for a placeholder.
+fn validity_labels(generated: Option<&generate::Generated>) -> Vec<(&'static str, String)> {
+    generated
+        .map(|g| {
+            vec![
+                (LABEL_ISSUED_AT, g.not_before.to_string()),
+                (LABEL_VALID_UNTIL, g.not_after.to_string()),
+            ]
+        })
+        .unwrap_or_default()
 }
 
 fn secret_object(
@@ -597,15 +706,20 @@ fn secret_object(
     labels: BTreeMap<String, String>,
     data: &[(&str, &str)],
     type_: &str,
+    placeholder: bool,
 ) -> Value {
     let data: BTreeMap<&str, String> = data
         .iter()
         .map(|(k, v)| (*k, base64::engine::general_purpose::STANDARD.encode(v)))
         .collect();
+    let mut metadata = json!({"name": name, "namespace": namespace, "labels": labels});
+    if placeholder {
+        metadata["annotations"] = json!({ PLACEHOLDER_ANNOTATION: PLACEHOLDER_NOTE });
+    }
     json!({
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": metadata,
         "type": type_,
         "immutable": true,
         "data": data,

@@ -375,3 +375,89 @@ fn a_component_certificate_signed_by_the_current_ca_follows_a_rotation_at_once()
             .contains(&first.certificates.secrets["acme-webhook-service"])
     );
 }
+
+/// Strip what the API server adds, as a Secret read from an objects
+/// directory is: no creation time.
+fn from_file(object: &Value) -> Secret {
+    serde_json::from_value(object.clone()).unwrap()
+}
+
+#[test]
+fn offline_plans_print_the_same_placeholders_every_time_and_never_keys() {
+    let first = plan_offline(&request(&[], NOW, CaRotation::default())).unwrap();
+    let later = plan_offline(&request(&[], NOW + 3600, CaRotation::default())).unwrap();
+    assert_eq!(first, later, "neither keys nor the clock reach the output");
+    assert_eq!(first.create.len(), 3);
+    for object in &first.create {
+        let config = object["metadata"]["labels"]["name"].as_str().unwrap();
+        assert!(
+            object["metadata"]["annotations"][PLACEHOLDER_ANNOTATION]
+                .as_str()
+                .unwrap()
+                .starts_with("not a certificate: "),
+            "{config}"
+        );
+        assert!(object["metadata"]["labels"].get(LABEL_ISSUED_AT).is_none());
+        assert!(
+            object["metadata"]["labels"]
+                .get(LABEL_VALID_UNTIL)
+                .is_none()
+        );
+        for (key, value) in object["data"].as_object().unwrap() {
+            let text = String::from_utf8(data(object, key)).unwrap();
+            assert!(!text.contains("BEGIN"), "{config} {key}: {value}");
+            assert!(text.starts_with("PLACEHOLDER "), "{config} {key}: {text}");
+        }
+    }
+    assert!(
+        first
+            .certificates
+            .ca_bundle
+            .starts_with("PLACEHOLDER ca.crt of ca-provider-aws-controlplane")
+    );
+    assert_eq!(
+        first.server_secret,
+        first.certificates.secrets[SERVER_CONFIG]
+    );
+}
+
+#[test]
+fn offline_plans_use_the_secrets_found_as_the_controller_does() {
+    let real = plan(&request(&[], NOW, CaRotation::default())).unwrap();
+    let found: Vec<Secret> = real.create.iter().map(from_file).collect();
+    let offline = plan_offline(&request(&found, NOW + 60, CaRotation::default())).unwrap();
+    assert!(offline.create.is_empty(), "{:?}", offline.create);
+    assert_eq!(offline.certificates, real.certificates);
+    assert_eq!(offline.server_secret, real.server_secret);
+
+    // Due for renewal: the controller would renew with the time; offline
+    // it is a placeholder with a stable rotation label and name.
+    let late = NOW + 9 * 365 * 24 * 3600;
+    let renewed = plan_offline(&request(&found, late, CaRotation::default())).unwrap();
+    let again = plan_offline(&request(&found, late + 60, CaRotation::default())).unwrap();
+    assert_eq!(renewed, again);
+    let server = by_name(&renewed, SERVER_CONFIG);
+    assert_eq!(
+        server["metadata"]["labels"][LABEL_ROTATION],
+        PLACEHOLDER_ROTATION
+    );
+    assert!(server["metadata"]["annotations"][PLACEHOLDER_ANNOTATION].is_string());
+    assert_eq!(renewed.create.len(), 1, "the CA and bundle are used");
+}
+
+#[test]
+fn a_rotation_in_progress_read_from_files_is_used_whole() {
+    // A rotation in progress, both CAs read from files: the old one signs,
+    // ordered by issued-at-time as no creationTimestamp is there.
+    let first = plan(&request(&[], NOW, CaRotation::default())).unwrap();
+    let rotation = CaRotation {
+        last_initiation: Some(NOW + 100),
+        completing: false,
+    };
+    let mut found: Vec<Secret> = first.create.iter().map(from_file).collect();
+    let second = plan(&request(&found, NOW + 200, rotation)).unwrap();
+    found.extend(second.create.iter().map(from_file));
+    let offline = plan_offline(&request(&found, NOW + 300, rotation)).unwrap();
+    assert!(offline.create.is_empty(), "{:?}", offline.create);
+    assert_eq!(offline.certificates, second.certificates);
+}

@@ -91,6 +91,28 @@ impl Snapshot {
             .collect()
     }
 
+    /// The objects of `kind` in `namespace` carrying every label of
+    /// `selector`, with their names, in name order (the secrets manager's
+    /// Secrets for `scion render`).
+    pub fn selected(
+        &self,
+        kind: ObjectKind,
+        namespace: &str,
+        selector: &[(&str, &str)],
+    ) -> Vec<(String, ObjectData)> {
+        self.objects
+            .iter()
+            .filter(|((k, ns, _), data)| {
+                *k == kind
+                    && ns == namespace
+                    && selector
+                        .iter()
+                        .all(|(key, value)| data.labels().get(*key).is_some_and(|v| v == value))
+            })
+            .map(|((_, _, name), data)| (name.clone(), data.clone()))
+            .collect()
+    }
+
     /// A BackupBucket's `spec.providerConfig`.
     pub fn get_backup_bucket(&self, name: &str) -> Option<&Value> {
         self.backup_buckets.get(name)

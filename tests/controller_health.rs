@@ -248,7 +248,10 @@ async fn the_checked_deployments_are_the_ones_the_components_declare() {
         .collect();
     assert_eq!(declared[0], "cloud-controller-manager", "{declared:?}");
     let mut w = World::new(shoot(&["IPv4"], false)).await;
-    w.checks.deployments = declared.clone();
+    w.checks.deployments = profile
+        .control_plane()
+        .expect("controlPlane")
+        .health_checks();
     let ns = w.f.ns().to_owned();
     let all: Vec<Deployment> = declared
         .iter()
@@ -267,6 +270,54 @@ async fn the_checked_deployments_are_the_ones_the_components_declare() {
         w.condition().await["message"],
         format!("deployment \"{last}\" in namespace \"{ns}\" not found.")
     );
+}
+
+/// A Deployment declared with a condition (gcp's `ingress-gce`, checked
+/// while the shoot is dual-stack) is looked at only for the shoots it holds
+/// for: a single-stack shoot without it is healthy, a dual-stack one is not.
+#[tokio::test]
+async fn a_conditional_deployment_is_checked_only_where_its_condition_holds() {
+    let gcp = scion::profile::Profile::builtin("gcp").expect("gcp");
+    let declared = gcp.control_plane().expect("controlPlane").health_checks();
+    assert!(
+        declared
+            .iter()
+            .any(|d| d.name == "ingress-gce" && d.when.is_some()),
+        "{declared:?}"
+    );
+    for (families, status, message) in [
+        (&["IPv4"][..], "True", None),
+        (
+            &["IPv4", "IPv6"][..],
+            "False",
+            Some("deployment \"ingress-gce\" in namespace \"{ns}\" not found."),
+        ),
+    ] {
+        let mut w = World::new(shoot(families, false)).await;
+        w.checks.deployments = declared.clone();
+        let ns = w.f.ns().to_owned();
+        // every unconditional one exists
+        let present: Vec<Deployment> = declared
+            .iter()
+            .filter(|d| d.when.is_none())
+            .map(|d| {
+                let mut deployment = deployment(&w.f, "True");
+                deployment.metadata.name = Some(d.name.clone());
+                deployment
+            })
+            .collect();
+        let healthy = w.healthy_mrs();
+        assert_eq!(w.pass(present, &healthy).await, 1, "{families:?}");
+        let condition = w.condition().await;
+        assert_eq!(condition["status"], status, "{families:?}: {condition}");
+        if let Some(message) = message {
+            assert_eq!(
+                condition["message"],
+                message.replace("{ns}", &ns),
+                "{families:?}"
+            );
+        }
+    }
 }
 
 /// The condition is written with a merge patch of the status that keeps

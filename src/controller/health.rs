@@ -83,6 +83,8 @@ use super::extension::Extension;
 use super::extension::operation;
 use crate::gardener::managedresource::Condition;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
+use crate::profile::Facts;
+use crate::profile::component::HealthDeployment;
 use crate::state::StateSource;
 
 pub mod verdict;
@@ -101,8 +103,9 @@ pub struct HealthChecks {
     pub provider: String,
     pub classes: Vec<String>,
     pub period: Duration,
-    /// Deployments checked, in order (the components' `health.deployments`).
-    pub deployments: Vec<String>,
+    /// Deployments checked, in order (the components' `health.deployments`;
+    /// one with a condition only for the shoots it holds for).
+    pub deployments: Vec<HealthDeployment>,
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
     pub now: fn() -> String,
@@ -432,7 +435,20 @@ impl HealthChecks {
         let namespace = cp.namespace();
         let mut checks = Vec::new();
         if !shoot.hibernation_enabled() {
-            for name in &self.deployments {
+            let facts = Facts::of_shoot(shoot);
+            for HealthDeployment { name, when } in &self.deployments {
+                match when.as_ref().map(|c| c.eval(&facts)) {
+                    None | Some(Ok(true)) => {}
+                    Some(Ok(false)) => continue,
+                    Some(Err(e)) => {
+                        checks.push(Check::Failed {
+                            detail: format!(
+                                "deployment {name:?} in namespace {namespace:?}: whether it is checked: {e}"
+                            ),
+                        });
+                        continue;
+                    }
+                }
                 checks.push(match caches.not_current(&format!("deployments {name}")) {
                     Some(why) => Check::Failed {
                         detail: format!("deployment {name:?} in namespace {namespace:?}: {why}"),
@@ -679,13 +695,8 @@ where
     S: Future<Output = ()> + Send + 'static,
 {
     tracing::info!(period = %crate::gardener::duration::text(checks.period), "starting the health checks");
-    let (caches, driver) = Caches::start(
-        client,
-        store,
-        &checks.deployments,
-        &checks.managed_resources,
-        stop(),
-    );
+    let names: Vec<String> = checks.deployments.iter().map(|d| d.name.clone()).collect();
+    let (caches, driver) = Caches::start(client, store, &names, &checks.managed_resources, stop());
     let loop_stop = stop();
     vec![
         ("the health-check caches", tokio::spawn(driver)),

@@ -99,9 +99,21 @@ impl ControlPlaneSpec {
             .collect()
     }
 
-    /// Every seed Deployment the health checks may look at (each
-    /// component's `health.deployments`, conditional ones included), each
-    /// once, in component order.
+    /// The seed Deployments the health checks look at, with the condition
+    /// of each (each component's `health.deployments`), each name once, in
+    /// component order.
+    pub fn health_checks(&self) -> Vec<crate::profile::component::HealthDeployment> {
+        let mut out: Vec<crate::profile::component::HealthDeployment> = Vec::new();
+        for d in self.components.iter().flat_map(|c| &c.health_deployments) {
+            if !out.iter().any(|o| o.name == d.name) {
+                out.push(d.clone());
+            }
+        }
+        out
+    }
+
+    /// Every seed Deployment the health checks may look at (conditional
+    /// ones included), each once, in component order.
     pub fn health_deployments(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for d in self.components.iter().flat_map(|c| &c.health_deployments) {

@@ -374,13 +374,7 @@ pub fn health_checks(
         provider: reconciler.provider.clone(),
         classes: reconciler.classes.clone(),
         period,
-        deployments: reconciler
-            .actuator
-            .spec
-            .health_deployments()
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
+        deployments: reconciler.actuator.spec.health_checks(),
         managed_resources,
         now: controller::extension::status::now_rfc3339,
         concurrency,

@@ -228,6 +228,16 @@ pub struct HealthDeployment {
     pub when: Option<Condition>,
 }
 
+impl From<&str> for HealthDeployment {
+    /// A Deployment checked for every shoot.
+    fn from(name: &str) -> Self {
+        HealthDeployment {
+            name: name.to_owned(),
+            when: None,
+        }
+    }
+}
+
 /// One object (or, with `each`, several) of a component.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObjectTemplate {

@@ -11,6 +11,13 @@
 #               way; then SIGTERM during a last short burst. Reports failed
 #               requests, VmRSS at start/middle/end and the exit code.
 #   all         the three in turn (default)
+#   ratio       scion against a floor server (examples/floor_webhook.rs:
+#               rustls + hyper + serde_json, a fixed answer) in the same run:
+#               servers pinned to SERVER_CPU (default 1), wrk to LOAD_CPUS
+#               (default 0), ROUNDS rounds (default 3) alternating floor and
+#               scion; per server and round throughput, CPU per request, p99
+#               at ~RATE req/s and peak RSS; prints the ratios of the medians.
+#               scion runs with its default configuration (info logs).
 #
 # Environment: REVIEW (default examples/reviews/aws-kube-controller-manager.json),
 # OSC_SHARE (percent of the requests that send OSC_REVIEW instead, default 0;
@@ -28,7 +35,9 @@
 # PACING=lockstep every connection waits exactly `pace`, and the connections,
 # all started together, keep firing in bursts of 50 at once.
 # Everything is bounded: each wrk run has a duration, the server is killed on
-# exit, and only 127.0.0.1 is used.
+# exit, and only 127.0.0.1 is used. Timing figures (everything but RSS) are
+# only worth writing down when the machine is otherwise quiet: the load
+# average is printed before and after each run.
 set -euo pipefail
 
 mode="${1:-all}"
@@ -89,11 +98,14 @@ new_pair() {
 new_pair
 
 # --- server -------------------------------------------------------------------
+# PIN: a command prefix for the server (ratio: `taskset -c SERVER_CPU`);
+# LOG_FLAGS: the log flags (default `--log-level warn`; ratio: none, the
+# default configuration).
 start_server() {
-  "$bin" serve --provider aws --objects-dir "$root/examples/objects" \
+  ${PIN:-} "$bin" serve --provider aws --objects-dir "$root/examples/objects" \
     --cert-dir "$certs" --listen "127.0.0.1:$port" \
     --health-listen "127.0.0.1:$((port + 1))" --metrics-listen "127.0.0.1:$((port + 2))" \
-    --controllers none --log-level warn >"$work/serve.log" 2>&1 &
+    --controllers none ${LOG_FLAGS---log-level warn} >"$work/serve.log" 2>&1 &
   serve_pid=$!
   for _ in $(seq 1 100); do
     if curl -fsS "http://127.0.0.1:$((port + 1))/readyz" >/dev/null 2>&1; then
@@ -189,9 +201,9 @@ if (( osc_share > 0 )); then
   log "mix: ${osc_share}% $(basename "$osc_review") ($(wc -c <"$osc_body") bytes), the rest $(basename "$review")"
 fi
 
-# run_wrk SECONDS CONNS PACE_MS
+# run_wrk SECONDS CONNS PACE_MS (WRK_PIN: a command prefix, ratio's taskset)
 run_wrk() {
-  BODY="$body" OSC_BODY="$osc_body" OSC_SHARE="$osc_share" PACE_MS="$3" wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
+  BODY="$body" OSC_BODY="$osc_body" OSC_SHARE="$osc_share" PACE_MS="$3" ${WRK_PIN:-} wrk -t"$threads" -c"$2" -d"$1"s --timeout 5s \
     -s "$work/post.lua" "$url" | grep '^RESULT'
 }
 
@@ -256,12 +268,92 @@ soak() {
   serve_pid=""
 }
 
+# --- ratio: scion against the floor, alternated, pinned ----------------------
+# The server gets core SERVER_CPU (default 1), wrk the other cores (default 0);
+# each round runs the floor (examples/floor_webhook.rs) and scion, one after the
+# other, with the same certificates, review and wrk settings. Per server and
+# round: throughput (CONNS connections, DURATION s, closed loop), the server's
+# CPU per request (utime+stime of the process over the run / requests), p99 at
+# ~RATE req/s, and the peak RSS (VmHWM) after both runs. The ratios are of the
+# medians over ROUNDS rounds (default 3); load and machine are printed beside.
+proc_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# wait_port: until the HTTPS port accepts (the floor has no health port).
+wait_port() {
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the floor server did not listen on $port:" >&2
+  cat "$work/floor.log" >&2
+  exit 1
+}
+ratio() {
+  local floor_bin="$root/target/release/examples/floor_webhook"
+  if [[ ! -x "$floor_bin" ]]; then
+    log "building $floor_bin"
+    (cd "$root" && cargo build --release --locked --example floor_webhook)
+  fi
+  local rounds="${ROUNDS:-3}" server_cpu="${SERVER_CPU:-1}" load_cpus="${LOAD_CPUS:-0}"
+  local hz; hz=$(getconf CLK_TCK)
+  : >"$work/ratio.tsv"
+  for round in $(seq 1 "$rounds"); do
+    for which in floor scion; do
+      if [[ "$which" == floor ]]; then
+        taskset -c "$server_cpu" "$floor_bin" "127.0.0.1:$port" "$certs" >"$work/floor.log" 2>&1 &
+        serve_pid=$!
+        wait_port
+      else
+        LOG_FLAGS="" PIN="taskset -c $server_cpu" start_server
+      fi
+      local t0 t1 out req rps p99 cpu_us rate_out rate_p99 hwm
+      t0=$(proc_cpu_ticks "$serve_pid")
+      out=$(WRK_PIN="taskset -c $load_cpus" run_wrk "$duration" "$conns" 0)
+      t1=$(proc_cpu_ticks "$serve_pid")
+      req=$(sed -E 's/.*requests=([0-9]+).*/\1/' <<<"$out")
+      rps=$(sed -E 's/.*req_per_s=([0-9]+).*/\1/' <<<"$out")
+      cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v n="$req" 'BEGIN {printf "%.1f", (b - a) * 1e6 / hz / n}')
+      rate_out=$(WRK_PIN="taskset -c $load_cpus" run_wrk "$duration" "$rate_conns" "$rate_pace")
+      rate_p99=$(sed -E 's/.*p99_ms=([0-9.]+).*/\1/' <<<"$rate_out")
+      hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$serve_pid/status")
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$which" "$rps" "$cpu_us" "$rate_p99" "$hwm" >>"$work/ratio.tsv"
+      log "round $round $which: $rps req/s, ${cpu_us} µs CPU/request, p99 ${rate_p99} ms at ~$rate req/s, peak RSS ${hwm} kB ($(grep -o 'bad_answers=[0-9]*' <<<"$out") $(grep -o 'non2xx=[0-9]*' <<<"$out"))"
+      kill -KILL "$serve_pid" 2>/dev/null || true
+      wait "$serve_pid" 2>/dev/null || true
+      serve_pid=""
+    done
+    loadavg
+  done
+  python3 - "$work/ratio.tsv" <<'PY'
+import statistics, sys
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+med = {}
+for which in ("floor", "scion"):
+    cols = list(zip(*[[float(x) for x in r[2:]] for r in rows if r[1] == which]))
+    med[which] = [statistics.median(c) for c in cols]
+f, s = med["floor"], med["scion"]
+print("RATIO throughput %.2fx (scion %.0f / floor %.0f req/s)" % (s[0] / f[0], s[0], f[0]))
+print("RATIO cpu_per_request %.2fx (scion %.1f / floor %.1f us)" % (s[1] / f[1], s[1], f[1]))
+print("RATIO p99_at_rate %.2fx (scion %.2f / floor %.2f ms)" % (s[2] / f[2], s[2], f[2]))
+print("PEAK_RSS scion %.1f MiB, floor %.1f MiB" % (s[3] / 1024, f[3] / 1024))
+PY
+  # The timing ratios mean something only on an otherwise quiet machine.
+  if awk '{exit !($1 >= 0.5)}' /proc/loadavg; then
+    log "WARNING: 1-minute load average $(cut -d' ' -f1 /proc/loadavg) at the end: the timing ratios were taken under other load and are not results (peak RSS is)"
+  fi
+}
+
 log "machine: $(nproc) cpus, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
 log "tool: $(wrk -v 2>&1 | head -1)"
 # The machine may be shared: the load average before and after each run says
 # how much else was running (the figures are only comparable when it is low).
 loadavg() { log "load average (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)"; }
 loadavg
+if [[ "$mode" == ratio ]]; then
+  ratio
+  exit 0
+fi
 start_server
 log "memory idle: $(rss)"
 case "$mode" in
@@ -269,5 +361,5 @@ case "$mode" in
   rate) fixed_rate ;;
   soak) soak ;;
   all) throughput; fixed_rate; soak ;;
-  *) echo "usage: $0 [throughput|rate|soak|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [throughput|rate|soak|all|ratio]" >&2; exit 2 ;;
 esac

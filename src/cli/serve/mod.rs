@@ -389,6 +389,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(server::blocking_threads())
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args))

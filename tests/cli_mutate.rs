@@ -427,3 +427,29 @@ fn imagevector_overwrite_relocates_the_osc_image_ref() {
         "{list}"
     );
 }
+
+/// `scion mutate … | head`: a reader that has gone is no error (exit 0,
+/// nothing on stderr), not a panic of `println!`. The pipe's read end is
+/// closed before scion starts, so its write fails every time.
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster.yaml");
+    std::fs::write(&cluster, CLUSTER).unwrap();
+    let review = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
+    );
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .args(["mutate", "--provider", "aws", "--cluster"])
+        .arg(&cluster)
+        .args(["-f", review, "--output", "json"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert_eq!(stderr, "");
+}

@@ -1,5 +1,6 @@
 //! `scion certs`: a development CA and a server certificate on demand.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -54,12 +55,13 @@ pub fn run(args: CertsArgs) -> anyhow::Result<()> {
     } else {
         "new development CA"
     };
-    println!(
+    writeln!(
+        std::io::stdout().lock(),
         "{} and {} signed by the {ca} {} for: {}",
         generated.cert.display(),
         generated.key.display(),
         generated.ca_cert.display(),
         generated.names.join(", ")
-    );
+    )?;
     Ok(())
 }

@@ -82,6 +82,15 @@ pub(crate) fn one_line(err: &anyhow::Error) -> String {
     line
 }
 
+/// Whether writing the output failed because its reader closed the pipe.
+fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -104,6 +113,8 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // the reader went away (`scion mutate … | head`): nothing to say
+        Err(err) if broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("scion: error: {}", one_line(&err));
             ExitCode::FAILURE

@@ -3,6 +3,7 @@
 //! Etcd) and print the mutated object or the patch; `--explain` lists which
 //! rules matched.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -98,7 +99,8 @@ pub fn run(args: MutateArgs) -> anyhow::Result<()> {
         Output::Yaml => serde_saphyr::to_string(&after)?,
         Output::Patch => serde_json::to_string_pretty(&patch)?,
     };
-    println!("{}", printed.trim_end());
+    // not println!, which panics when the reader has gone
+    writeln!(std::io::stdout().lock(), "{}", printed.trim_end())?;
     Ok(())
 }
 

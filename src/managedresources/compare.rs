@@ -18,6 +18,7 @@ use std::fmt;
 use base64::Engine as _;
 use serde_json::Value;
 
+use super::takeover::{ObjectKey as Key, key};
 use super::{Bundle, decode};
 use crate::gardener::defaults::normalize;
 
@@ -133,23 +134,6 @@ pub fn secret_data(secret: &Value) -> Result<BTreeMap<String, Vec<u8>>, String> 
         out.insert(key.clone(), bytes);
     }
     Ok(out)
-}
-
-type Key = (String, String, String);
-
-fn key(object: &Value) -> Key {
-    let text = |p: &str| {
-        object
-            .pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    (
-        text("/kind"),
-        text("/metadata/namespace"),
-        text("/metadata/name"),
-    )
 }
 
 /// The objects of Secrets, keyed; a later duplicate wins, as GRM applies in order.

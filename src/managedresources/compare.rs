@@ -18,8 +18,7 @@ use std::fmt;
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::takeover::{ObjectKey as Key, key};
-use super::{Bundle, decode};
+use super::{Bundle, ObjectKey as Key, decode, key};
 use crate::gardener::defaults::normalize;
 
 /// How many changed JSON pointers are listed per object; the rest are counted.
@@ -35,7 +34,7 @@ pub enum Change {
     /// Both carry it, with different content.
     Changed,
     /// The ManagedResource present carries it and scion does not render it,
-    /// but a take-over keeps it ([`super::takeover`]).
+    /// but a take-over keeps it (the take-over module).
     Kept,
 }
 
@@ -97,7 +96,7 @@ impl Comparison {
     }
 
     /// Mark the removed objects a take-over keeps (`kept`) as [`Change::Kept`].
-    pub fn mark_kept(&mut self, kept: &std::collections::BTreeSet<super::takeover::ObjectKey>) {
+    pub fn mark_kept(&mut self, kept: &std::collections::BTreeSet<Key>) {
         for c in &mut self.objects {
             if c.change == Change::Removed
                 && kept.contains(&(c.kind.clone(), c.namespace.clone(), c.name.clone()))

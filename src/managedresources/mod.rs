@@ -35,6 +35,26 @@ use crate::gardener::managedresource::{
     GARBAGE_COLLECTABLE_LABEL, NO_CLEANUP_LABEL, REFERENCE_ANNOTATION_PREFIX, SEED_CLASS,
 };
 
+/// An object's identity in a ManagedResource: kind, namespace, name (as GRM
+/// keys them; [`compare`] and [`takeover`] share it).
+pub type ObjectKey = (String, String, String);
+
+/// The key of an object.
+pub fn key(object: &Value) -> ObjectKey {
+    let text = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (
+        text("/kind"),
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+    )
+}
+
 /// Which gardener-resource-manager applies a ManagedResource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {

@@ -45,25 +45,7 @@ pub const KEPT_LABEL: &str = "scion.gardener.cloud/kept";
 /// The data key of that Secret.
 pub const KEPT_KEY: &str = "kept";
 
-/// An object's identity in a ManagedResource: kind, namespace, name (as GRM
-/// and [`super::compare`] key them).
-pub type ObjectKey = (String, String, String);
-
-/// The key of an object.
-pub fn key(object: &Value) -> ObjectKey {
-    let text = |p: &str| {
-        object
-            .pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    (
-        text("/kind"),
-        text("/metadata/namespace"),
-        text("/metadata/name"),
-    )
-}
+pub use super::{ObjectKey, key};
 
 /// `Kind ns/name` (`Kind name` for a cluster-scoped object).
 pub fn describe((kind, namespace, name): &ObjectKey) -> String {

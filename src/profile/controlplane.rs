@@ -124,25 +124,6 @@ impl ControlPlaneSpec {
         out
     }
 
-    /// The seed Deployments the health checks look at for one shoot: those
-    /// of [`Self::health_deployments`] whose `when` holds for its facts.
-    pub fn health_deployments_for(
-        &self,
-        facts: &crate::profile::Facts<'_>,
-    ) -> Result<Vec<&str>, crate::profile::ConditionError> {
-        let mut out: Vec<&str> = Vec::new();
-        for d in self.components.iter().flat_map(|c| &c.health_deployments) {
-            let wanted = match &d.when {
-                Some(when) => when.eval(facts)?,
-                None => true,
-            };
-            if wanted && !out.contains(&d.name.as_str()) {
-                out.push(&d.name);
-            }
-        }
-        Ok(out)
-    }
-
     /// The image names the components use, each once, in order.
     pub fn image_names(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

@@ -31,7 +31,10 @@
 //!   bound claim of a CSI volume of the class's driver, so the claim is bound
 //!   by kube-controller-manager's volume binder (`persistentvolume-binder`)
 //!   to a PersistentVolume of that driver, standing for the disk a CSI
-//!   driver would have created (there is no cloud here).
+//!   driver would have created (there is no cloud here);
+//! - aws (the example has the load balancer controller on): its CRDs
+//!   `*.elbv2.k8s.aws` serve: sample objects are accepted and invalid ones
+//!   refused by the schema ([`load_balancer_api_serves`]).
 //!
 //! What is not run and why, each said by the test where it applies:
 //! alicloud's upstream renders no VolumeSnapshotClass and no CSIDriver object

@@ -1035,6 +1035,64 @@ fn load_balancer_controller_crds_are_in_the_shoot_crds_only_when_enabled() {
     );
 }
 
+/// Taking over a shoot with the controller on: the Go extension's
+/// `extension-controlplane-shoot-crds` holds the volume-snapshot CRDs and the
+/// two ALB CRDs (with upstream's descriptions; here one stands for them).
+/// scion renders all five under the same names, so the take-over keeps none
+/// of them: its own CRDs replace them in place. With the controller off
+/// scion does not render the ALB ones, and the take-over keeps them as GRM
+/// applied them (what a take-over does with anything scion does not render).
+#[test]
+fn a_take_over_replaces_the_go_extensions_load_balancer_crds() {
+    use scion::controller::controlplane::{
+        SHOOT_CRDS_KEY, SHOOT_CRDS_MR, bundles, cluster_index, rendered_keys,
+    };
+    use scion::managedresources::{Class, bundle, takeover};
+
+    let on = rendered(&alb_cp(json!({"enabled": true})), &shoot(&["IPv4"], false));
+    let go_objects: Vec<Value> = on
+        .shoot_crds
+        .iter()
+        .map(|o| {
+            let mut crd = o.object.clone();
+            crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+                json!("upstream's text");
+            crd
+        })
+        .collect();
+    assert_eq!(go_objects.len(), 5);
+    let go = bundle(
+        "shoot--dev--aws",
+        SHOOT_CRDS_MR,
+        Class::Shoot,
+        SHOOT_CRDS_KEY,
+        &go_objects,
+    )
+    .expect("bundle");
+    let secrets = [(go.secret_name.clone(), Some(go.secret.clone()))];
+    let kept_with = |r: &Rendered| {
+        let keys = rendered_keys(&bundles("shoot--dev--aws", r).expect("bundles")).expect("keys");
+        takeover::plan(
+            &go.managed_resource,
+            &secrets,
+            &keys[cluster_index(Class::Shoot)],
+        )
+        .expect("plan")
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(kept_with(&on), Vec::<String>::new());
+    let off = rendered(&alb_cp(json!({"enabled": false})), &shoot(&["IPv4"], false));
+    assert_eq!(
+        kept_with(&off),
+        [
+            "ingressclassparams.elbv2.k8s.aws",
+            "targetgroupbindings.elbv2.k8s.aws"
+        ]
+    );
+}
+
 #[test]
 fn the_webhook_certificate_is_planned_for_every_aws_shoot_and_signed_by_the_current_ca() {
     let spec = builtin_spec("aws").expect("spec");

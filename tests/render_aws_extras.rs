@@ -1,7 +1,8 @@
 //! The aws control-plane extras as provider-aws renders them (reference
-//! `gardener-csi.md`, provider-aws §1, §6, §7, §8), with hand-written
+//! `gardener-csi.md`, provider-aws §1, §5, §6, §7, §8), with hand-written
 //! expectations: aws-custom-route-controller, aws-ipam-controller,
-//! aws-load-balancer-controller with its webhook certificate, the EFS CSI
+//! aws-load-balancer-controller with its webhook certificate and its CRDs
+//! in the shoot-crds ManagedResource, the EFS CSI
 //! driver and the calico MutatingAdmissionPolicy; the options that switch
 //! them, hibernation, the Kubernetes bands, workload identity, and their
 //! images through the image vector and `IMAGEVECTOR_OVERWRITE`.
@@ -800,6 +801,295 @@ fn load_balancer_controller_shoot_objects_carry_the_ca_bundle() {
     assert_eq!(
         vwc["webhooks"][2]["clientConfig"],
         json!({"caBundle": ca, "url": format!("{url}/validate-networking-v1-ingress")})
+    );
+}
+
+/// The names of the CRDs in the shoot-crds ManagedResource, in order.
+fn shoot_crd_names(r: &Rendered) -> Vec<String> {
+    r.shoot_crds
+        .iter()
+        .inspect(|o| assert_eq!(o.kind, "CustomResourceDefinition", "{}", o.name))
+        .map(|o| o.name.clone())
+        .collect()
+}
+
+/// Every JSON pointer under `v` that has the key `key`.
+fn pointers_with(v: &Value, key: &str, at: &str, found: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                if k == key {
+                    found.push(format!("{at}/{k}"));
+                }
+                pointers_with(child, key, &format!("{at}/{k}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                pointers_with(child, key, &format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The ALB's CRDs (gardener-csi.md provider-aws §5): in the shoot-crds
+/// ManagedResource after the volume-snapshot CRDs when the controller is
+/// on, nowhere when it is off; the structure upstream's shoot-crds chart
+/// carries (facts read there, written here by hand).
+#[test]
+fn load_balancer_controller_crds_are_in_the_shoot_crds_only_when_enabled() {
+    const SNAPSHOT_CRDS: [&str; 3] = [
+        "volumesnapshotclasses.snapshot.storage.k8s.io",
+        "volumesnapshotcontents.snapshot.storage.k8s.io",
+        "volumesnapshots.snapshot.storage.k8s.io",
+    ];
+    for off in [
+        rendered(&aws_cp(None, aws_subnets()), &shoot(&["IPv4"], false)),
+        rendered(&alb_cp(json!({"enabled": false})), &shoot(&["IPv4"], false)),
+    ] {
+        assert_eq!(shoot_crd_names(&off), SNAPSHOT_CRDS);
+        assert!(
+            off.all()
+                .iter()
+                .all(|o| !o.name.ends_with(".elbv2.k8s.aws")),
+            "no ALB CRD anywhere when the controller is off"
+        );
+    }
+
+    let r = rendered(&alb_cp(json!({"enabled": true})), &shoot(&["IPv4"], false));
+    let mut want: Vec<&str> = SNAPSHOT_CRDS.to_vec();
+    want.extend([
+        "ingressclassparams.elbv2.k8s.aws",
+        "targetgroupbindings.elbv2.k8s.aws",
+    ]);
+    assert_eq!(shoot_crd_names(&r), want);
+    assert!(
+        r.shoot.iter().all(|o| o.kind != "CustomResourceDefinition"),
+        "the CRDs travel in extension-controlplane-shoot-crds, not -shoot"
+    );
+    let crd = |name: &str| find(&r.shoot_crds, "CustomResourceDefinition", name).expect(name);
+
+    for (name, kind, plural, singular, scope) in [
+        (
+            "ingressclassparams.elbv2.k8s.aws",
+            "IngressClassParams",
+            "ingressclassparams",
+            "ingressclassparam",
+            "Cluster",
+        ),
+        (
+            "targetgroupbindings.elbv2.k8s.aws",
+            "TargetGroupBinding",
+            "targetgroupbindings",
+            "targetgroupbinding",
+            "Namespaced",
+        ),
+    ] {
+        let c = crd(name);
+        assert_eq!(c["apiVersion"], "apiextensions.k8s.io/v1");
+        assert_eq!(
+            c["metadata"],
+            json!({"name": name, "annotations": {"controller-gen.kubebuilder.io/version": "v0.19.0"}})
+        );
+        assert_eq!(c["spec"]["group"], "elbv2.k8s.aws");
+        assert_eq!(c["spec"]["scope"], scope);
+        assert_eq!(
+            c["spec"]["names"],
+            json!({"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": singular})
+        );
+        // Upstream's schemas carry no defaults (the controller's mutating
+        // webhook fills targetType, ipAddressType, vpcID and the protocol of
+        // a TargetGroupBinding from AWS); scion's carry no descriptions.
+        for key in ["default", "description"] {
+            let mut found = Vec::new();
+            pointers_with(c, key, "", &mut found);
+            assert!(found.is_empty(), "{name}: {key} at {found:?}");
+        }
+    }
+
+    // IngressClassParams: one version, v1beta1, with an empty subresources.
+    let icp = &crd("ingressclassparams.elbv2.k8s.aws")["spec"]["versions"];
+    assert_eq!(icp.as_array().map(Vec::len), Some(1));
+    let v = &icp[0];
+    assert_eq!(
+        (&v["name"], &v["served"], &v["storage"], &v["subresources"]),
+        (&json!("v1beta1"), &json!(true), &json!(true), &json!({}))
+    );
+    assert_eq!(
+        v["additionalPrinterColumns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .map(|c| (c["name"].as_str().unwrap(), c["jsonPath"].as_str().unwrap()))
+            .collect::<Vec<_>>(),
+        [
+            ("GROUP-NAME", ".spec.group.name"),
+            ("SCHEME", ".spec.scheme"),
+            ("IP-ADDRESS-TYPE", ".spec.ipAddressType"),
+            ("AGE", ".metadata.creationTimestamp"),
+        ]
+    );
+    let schema = &v["schema"]["openAPIV3Schema"];
+    assert_eq!(schema["type"], "object");
+    let spec = &schema["properties"]["spec"];
+    let p = &spec["properties"];
+    assert_eq!(p["scheme"]["enum"], json!(["internal", "internet-facing"]));
+    assert_eq!(
+        p["ipAddressType"]["enum"],
+        json!(["ipv4", "dualstack", "dualstack-without-public-ipv4"])
+    );
+    assert_eq!(p["targetType"]["enum"], json!(["instance", "ip"]));
+    assert_eq!(p["group"]["required"], json!(["name"]));
+    assert_eq!(
+        p["minimumLoadBalancerCapacity"]["required"],
+        json!(["capacityUnits"])
+    );
+    assert_eq!(p["tags"]["items"]["required"], json!(["key", "value"]));
+    assert_eq!(
+        p["listeners"]["items"]["properties"]["listenerAttributes"]["items"]["required"],
+        json!(["key", "value"])
+    );
+    assert_eq!(p["subnets"]["properties"]["ids"]["minItems"], 1);
+    assert_eq!(
+        p["subnets"]["properties"]["ids"]["items"]["pattern"],
+        "subnet-[0-9a-f]+"
+    );
+    assert_eq!(p["namespaceSelector"]["x-kubernetes-map-type"], "atomic");
+    assert_eq!(
+        spec["x-kubernetes-validations"],
+        json!([{
+            "rule": "!(has(self.prefixListsIDs) && has(self.PrefixListsIDs))",
+            "message": "cannot specify both 'prefixListsIDs' and 'PrefixListsIDs' fields",
+        }])
+    );
+
+    // TargetGroupBinding: v1alpha1 served, v1beta1 served and stored, both
+    // with the status subresource and the same printer columns.
+    let tgb = &crd("targetgroupbindings.elbv2.k8s.aws")["spec"]["versions"];
+    assert_eq!(
+        tgb.as_array()
+            .expect("versions")
+            .iter()
+            .map(|v| (
+                v["name"].as_str().unwrap(),
+                v["served"] == true,
+                v["storage"] == true,
+                v["subresources"].clone()
+            ))
+            .collect::<Vec<_>>(),
+        [
+            ("v1alpha1", true, false, json!({"status": {}})),
+            ("v1beta1", true, true, json!({"status": {}})),
+        ]
+    );
+    assert_eq!(
+        tgb[0]["additionalPrinterColumns"],
+        tgb[1]["additionalPrinterColumns"]
+    );
+    assert_eq!(
+        tgb[1]["additionalPrinterColumns"][3],
+        json!({"jsonPath": ".spec.targetGroupARN", "name": "ARN", "priority": 1, "type": "string"})
+    );
+    for v in tgb.as_array().expect("versions") {
+        let spec = &v["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["required"], json!(["serviceRef"]), "{}", v["name"]);
+        let service_ref = &spec["properties"]["serviceRef"];
+        assert_eq!(service_ref["required"], json!(["name", "port"]));
+        assert_eq!(
+            service_ref["properties"]["port"],
+            json!({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true})
+        );
+        let ingress = &spec["properties"]["networking"]["properties"]["ingress"]["items"];
+        assert_eq!(ingress["required"], json!(["from", "ports"]));
+        assert_eq!(
+            ingress["properties"]["ports"]["items"]["properties"]["protocol"]["enum"],
+            json!(["TCP", "UDP"])
+        );
+    }
+    let beta = &tgb[1]["schema"]["openAPIV3Schema"]["properties"];
+    assert_eq!(
+        beta["spec"]["properties"]["targetGroupProtocol"]["enum"],
+        json!([
+            "HTTP", "HTTPS", "TCP", "TLS", "UDP", "TCP_UDP", "QUIC", "TCP_QUIC"
+        ])
+    );
+    assert_eq!(
+        beta["spec"]["properties"]["ipAddressType"]["enum"],
+        json!(["ipv4", "ipv6"])
+    );
+    assert!(
+        tgb[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            .get("ipAddressType")
+            .is_none(),
+        "v1alpha1 has no ipAddressType"
+    );
+    let conditions = &beta["status"]["properties"]["conditions"];
+    assert_eq!(
+        conditions["items"]["required"],
+        json!(["lastTransitionTime", "message", "reason", "status", "type"])
+    );
+    assert!(
+        conditions.get("x-kubernetes-list-type").is_none(),
+        "a plain list upstream: {conditions}"
+    );
+}
+
+/// Taking over a shoot with the controller on: the Go extension's
+/// `extension-controlplane-shoot-crds` holds the volume-snapshot CRDs and the
+/// two ALB CRDs (with upstream's descriptions; here one stands for them).
+/// scion renders all five under the same names, so the take-over keeps none
+/// of them: its own CRDs replace them in place. With the controller off
+/// scion does not render the ALB ones, and the take-over keeps them as GRM
+/// applied them (what a take-over does with anything scion does not render).
+#[test]
+fn a_take_over_replaces_the_go_extensions_load_balancer_crds() {
+    use scion::controller::controlplane::{
+        SHOOT_CRDS_KEY, SHOOT_CRDS_MR, bundles, cluster_index, rendered_keys,
+    };
+    use scion::managedresources::{Class, bundle, takeover};
+
+    let on = rendered(&alb_cp(json!({"enabled": true})), &shoot(&["IPv4"], false));
+    let go_objects: Vec<Value> = on
+        .shoot_crds
+        .iter()
+        .map(|o| {
+            let mut crd = o.object.clone();
+            crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+                json!("upstream's text");
+            crd
+        })
+        .collect();
+    assert_eq!(go_objects.len(), 5);
+    let go = bundle(
+        "shoot--dev--aws",
+        SHOOT_CRDS_MR,
+        Class::Shoot,
+        SHOOT_CRDS_KEY,
+        &go_objects,
+    )
+    .expect("bundle");
+    let secrets = [(go.secret_name.clone(), Some(go.secret.clone()))];
+    let kept_with = |r: &Rendered| {
+        let keys = rendered_keys(&bundles("shoot--dev--aws", r).expect("bundles")).expect("keys");
+        takeover::plan(
+            &go.managed_resource,
+            &secrets,
+            &keys[cluster_index(Class::Shoot)],
+        )
+        .expect("plan")
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(kept_with(&on), Vec::<String>::new());
+    let off = rendered(&alb_cp(json!({"enabled": false})), &shoot(&["IPv4"], false));
+    assert_eq!(
+        kept_with(&off),
+        [
+            "ingressclassparams.elbv2.k8s.aws",
+            "targetgroupbindings.elbv2.k8s.aws"
+        ]
     );
 }
 

@@ -31,7 +31,10 @@
 //!   bound claim of a CSI volume of the class's driver, so the claim is bound
 //!   by kube-controller-manager's volume binder (`persistentvolume-binder`)
 //!   to a PersistentVolume of that driver, standing for the disk a CSI
-//!   driver would have created (there is no cloud here).
+//!   driver would have created (there is no cloud here);
+//! - aws (the example has the load balancer controller on): its CRDs
+//!   `*.elbv2.k8s.aws` serve: sample objects are accepted and invalid ones
+//!   refused by the schema ([`load_balancer_api_serves`]).
 //!
 //! What is not run and why, each said by the test where it applies:
 //! alicloud's upstream renders no VolumeSnapshotClass and no CSIDriver object
@@ -85,6 +88,9 @@ struct Case {
         &'static str,
         &'static str,
     )],
+    /// The aws-load-balancer-controller is on: its API (the shoot CRDs
+    /// `*.elbv2.k8s.aws`) must serve, see [`load_balancer_api_serves`].
+    load_balancer_api: bool,
 }
 
 impl Case {
@@ -97,6 +103,7 @@ impl Case {
             csi_driver_object: upstream_full,
             must_render: &[],
             stored: &[],
+            load_balancer_api: false,
         }
     }
 
@@ -105,9 +112,33 @@ impl Case {
     }
 }
 
+/// The aws example has the load balancer controller on
+/// (`loadBalancerController.enabled`): its CRDs are established and serve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_example_is_accepted_and_claims_and_snapshots_get_the_default_classes() {
-    prove(Case::example("aws")).await;
+    prove(Case {
+        must_render: &[
+            (
+                "CustomResourceDefinition",
+                "ingressclassparams.elbv2.k8s.aws",
+            ),
+            (
+                "CustomResourceDefinition",
+                "targetgroupbindings.elbv2.k8s.aws",
+            ),
+            (
+                "MutatingWebhookConfiguration",
+                "aws-load-balancer-controller-webhook",
+            ),
+            (
+                "ValidatingWebhookConfiguration",
+                "aws-load-balancer-controller-webhook",
+            ),
+        ],
+        load_balancer_api: true,
+        ..Case::example("aws")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -323,6 +354,12 @@ async fn prove(case: Case) {
         );
     }
 
+    let load_balancer_part = if case.load_balancer_api {
+        format!("; {}", load_balancer_api_serves(p, shoot).await)
+    } else {
+        String::new()
+    };
+
     // In the shoot: the default StorageClass of a claim without a class.
     shoot.namespace(VOLUMES, &[]).await;
     let classes = list(shoot, "storage.k8s.io/v1", "StorageClass").await;
@@ -415,7 +452,8 @@ async fn prove(case: Case) {
     };
     eprintln!(
         "E2E {p}: {} ManagedResources; {} seed and {} shoot objects accepted ({crds} CRDs \
-         established first); claim → {default_class} ({driver}); {snapshot_part}; {:.1} s",
+         established first); claim → {default_class} ({driver}); {snapshot_part}\
+         {load_balancer_part}; {:.1} s",
         managed_resources.len(),
         to_seed.len(),
         to_shoot.len(),
@@ -523,6 +561,231 @@ async fn apply_one(provider: &str, api: &ApiServer, mr: &str, object: &Value) {
             name_of(object)
         )
     });
+}
+
+/// The namespace of the test's TargetGroupBindings in the shoot.
+const LOAD_BALANCING: &str = "load-balancing";
+/// The webhook configurations of the aws-load-balancer-controller.
+const ALB_WEBHOOKS: &str = "aws-load-balancer-controller-webhook";
+
+/// The aws-load-balancer-controller's API in the shoot (ALB on): both CRDs
+/// are established with their names accepted; the webhook configurations
+/// scion renders send a TargetGroupBinding to the controller's webhook
+/// first (no controller runs here, and their `failurePolicy: Fail` refuses
+/// it: that is what the shoot gets until the controller answers); without
+/// them — the API alone, as the schema serves it — sample objects of both
+/// kinds are accepted (TargetGroupBinding at both served versions, stored
+/// as v1beta1; an unknown field pruned, which only a structural schema
+/// does), and invalid ones are refused by the schema naming the field: an
+/// enum value, a required field, a pattern and the CEL rule.
+async fn load_balancer_api_serves(p: &str, shoot: &ApiServer) -> String {
+    for name in [
+        "ingressclassparams.elbv2.k8s.aws",
+        "targetgroupbindings.elbv2.k8s.aws",
+    ] {
+        let crd = shoot
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                None,
+                name,
+            )
+            .await
+            .unwrap_or_else(|| panic!("{p}: CRD {name} in the shoot"));
+        let conditions = crd["status"]["conditions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{p}: {name} has conditions"));
+        for wanted in ["Established", "NamesAccepted"] {
+            assert!(
+                conditions
+                    .iter()
+                    .any(|c| c["type"] == wanted && c["status"] == "True"),
+                "{p}: {name} {wanted}: {conditions:?}"
+            );
+        }
+        assert!(
+            conditions
+                .iter()
+                .all(|c| c["type"] != "NonStructuralSchema"),
+            "{p}: {name}: {conditions:?}"
+        );
+    }
+    shoot.namespace(LOAD_BALANCING, &[]).await;
+    let binding = |name: &str, api_version: &str, spec: Value| {
+        json!({
+            "apiVersion": api_version, "kind": "TargetGroupBinding",
+            "metadata": {"name": name, "namespace": LOAD_BALANCING},
+            "spec": spec,
+        })
+    };
+    let params = |name: &str, spec: Value| {
+        json!({
+            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "IngressClassParams",
+            "metadata": {"name": name},
+            "spec": spec,
+        })
+    };
+    let web = binding(
+        "web",
+        "elbv2.k8s.aws/v1beta1",
+        json!({
+            "serviceRef": {"name": "web", "port": 80},
+            "targetGroupARN": "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web/0123456789abcdef",
+            "targetType": "ip",
+            "ipAddressType": "ipv4",
+            "networking": {"ingress": [{
+                "from": [{"securityGroup": {"groupID": "sg-0123456789abcdef0"}}],
+                "ports": [{"port": "http", "protocol": "TCP"}],
+            }]},
+        }),
+    );
+
+    // With the webhook configurations: the controller's webhook is asked.
+    let via_webhook = shoot.create(&web).await;
+    match &via_webhook {
+        Err(kube::Error::Api(s)) if s.message.contains("mtargetgroupbinding.elbv2.k8s.aws") => {}
+        other => panic!(
+            "{p}: a TargetGroupBinding goes to the controller's mutating webhook \
+             (failurePolicy Fail, no controller here), not {other:?}"
+        ),
+    }
+
+    // The API alone.
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        shoot
+            .delete("admissionregistration.k8s.io/v1", kind, None, ALB_WEBHOOKS)
+            .await;
+    }
+    // The API server's webhook cache follows the deletion within moments.
+    testbed::eventually(
+        "a TargetGroupBinding is accepted once the webhooks are gone",
+        Duration::from_secs(30),
+        || async {
+            match shoot.create(&web).await {
+                Ok(_) => Some(()),
+                Err(kube::Error::Api(s)) if s.message.contains("failed calling webhook") => None,
+                Err(e) => panic!("{p}: TargetGroupBinding web: {e}"),
+            }
+        },
+    )
+    .await;
+    let accepted = [
+        binding(
+            "legacy",
+            "elbv2.k8s.aws/v1alpha1",
+            json!({
+                "serviceRef": {"name": "legacy", "port": "https"},
+                "targetGroupARN": "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/legacy/0123456789abcdef",
+                "targetType": "instance",
+            }),
+        ),
+        params(
+            "internet-facing",
+            json!({
+                "scheme": "internet-facing",
+                "ipAddressType": "dualstack",
+                "group": {"name": "shared"},
+                "subnets": {"ids": ["subnet-0aa11bb22cc33dd44"]},
+                "loadBalancerAttributes": [{"key": "idle_timeout.timeout_seconds", "value": "120"}],
+                "listeners": [{"port": 443, "protocol": "HTTPS",
+                               "listenerAttributes": [{"key": "routing.http.response.server.enabled", "value": "false"}]}],
+                "namespaceSelector": {"matchLabels": {"team": "web"}},
+                "prefixListsIDs": ["pl-0123456789abcdef0"],
+                "notAField": "pruned",
+            }),
+        ),
+    ];
+    for object in &accepted {
+        shoot.create(object).await.unwrap_or_else(|e| {
+            panic!(
+                "{p}: {} {} is refused: {e}",
+                object["kind"],
+                name_of(object)
+            )
+        });
+    }
+    let legacy = shoot
+        .get(
+            "elbv2.k8s.aws/v1beta1",
+            "TargetGroupBinding",
+            Some(LOAD_BALANCING),
+            "legacy",
+        )
+        .await
+        .expect("the v1alpha1 TargetGroupBinding is stored");
+    assert_eq!(legacy["apiVersion"], "elbv2.k8s.aws/v1beta1");
+    assert_eq!(
+        legacy["spec"]["serviceRef"],
+        json!({"name": "legacy", "port": "https"})
+    );
+    let stored = shoot
+        .get(
+            "elbv2.k8s.aws/v1beta1",
+            "IngressClassParams",
+            None,
+            "internet-facing",
+        )
+        .await
+        .expect("the IngressClassParams is stored");
+    assert_eq!(stored["spec"]["group"], json!({"name": "shared"}));
+    assert!(
+        stored["spec"].get("notAField").is_none(),
+        "{p}: an unknown field is pruned: {}",
+        stored["spec"]
+    );
+
+    let refused = [
+        (
+            binding(
+                "bad-target-type",
+                "elbv2.k8s.aws/v1beta1",
+                json!({"serviceRef": {"name": "web", "port": 80}, "targetType": "pod"}),
+            ),
+            "spec.targetType: Unsupported value: \"pod\"",
+        ),
+        (
+            binding(
+                "no-service",
+                "elbv2.k8s.aws/v1beta1",
+                json!({"targetType": "ip"}),
+            ),
+            "spec.serviceRef: Required value",
+        ),
+        (
+            params("bad-scheme", json!({"scheme": "public"})),
+            "spec.scheme: Unsupported value: \"public\"",
+        ),
+        (
+            params("bad-subnet", json!({"subnets": {"ids": ["vpc-1"]}})),
+            "spec.subnets.ids[0]: Invalid value: \"vpc-1\"",
+        ),
+        (
+            params(
+                "both-prefix-lists",
+                json!({"prefixListsIDs": ["pl-1"], "PrefixListsIDs": ["pl-1"]}),
+            ),
+            "cannot specify both 'prefixListsIDs' and 'PrefixListsIDs' fields",
+        ),
+    ];
+    for (object, why) in &refused {
+        match shoot.create(object).await {
+            Err(kube::Error::Api(s)) if s.code == 422 && s.message.contains(why) => {}
+            other => panic!(
+                "{p}: {} {} must be refused by the schema with {why:?}, not {other:?}",
+                object["kind"],
+                name_of(object)
+            ),
+        }
+    }
+    format!(
+        "ALB CRDs established; TargetGroupBinding sent to the controller's webhook, \
+         without it {} objects accepted and {} refused by the schema",
+        accepted.len() + 1,
+        refused.len()
+    )
 }
 
 async fn list(api: &ApiServer, api_version: &str, kind: &str) -> Vec<Value> {

@@ -18,6 +18,7 @@ pub(super) const FOLDER: BuiltinFolder = builtin_folder!(
         "components/aws-custom-route-controller.yaml",
         "components/aws-ipam-controller.yaml",
         "components/aws-load-balancer-controller.yaml",
+        "components/aws-load-balancer-controller-crds.yaml",
         "components/csi-driver-efs.yaml",
         "components/calico-mutating-admission-policy.yaml",
         "files/custom-mtu.service",

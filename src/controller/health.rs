@@ -11,7 +11,7 @@
 //! | being deleted, or migrating (annotation `migrate`, last operation `Migrate`) | – | – | not checked, nothing written |
 //! | hibernation enabled | `True` | `HealthCheckSuccessful` | `Shoot is hibernated` |
 //! | every check passes | `True` | `HealthCheckSuccessful` | `All health checks successful` |
-//! | a check's cache is not current (watch failing) | `Unknown` | `ConditionCheckError` | `failed to execute 1 health check: <d>.` |
+//! | a check's cache is not current (watch failing), or an Event check cannot read its shoot | `Unknown` | `ConditionCheckError` | `failed to execute 1 health check: <d>.` |
 //! | a check fails | `False` | `HealthCheckUnsuccessful` | the detail with a trailing `.`; several: `1) <d>. 2) <d>.` |
 //! | only rollouts in flight, within their threshold | `Progressing` | `HealthCheckProgressing` | the details |
 //!
@@ -44,11 +44,12 @@
 //!
 //! The seed checks read reflector caches (the controller's ControlPlanes, the
 //! declared Deployments and the ManagedResources, one cache per name, each
-//! selected by `metadata.name`), so a pass makes no seed read for them; only
-//! an Event check reads, from its shoot (ControlPlanes are evaluated
-//! `concurrency` at a time, so slow shoots do not queue behind each other); it writes only when status, reason, message or codes change (as
-//! Gardener's condition builder, which keeps `lastUpdateTime` otherwise), so a
-//! steady seed sees no writes. `lastTransitionTime` moves with the status.
+//! selected by `metadata.name`), so they make no read; only an Event check
+//! reads, from its shoot (ControlPlanes are evaluated `concurrency` at a
+//! time, so a slow shoot does not hold the others). A pass writes only when
+//! status, reason, message or codes change (as Gardener's condition builder,
+//! which keeps `lastUpdateTime` otherwise), so a steady seed sees no writes.
+//! `lastTransitionTime` moves with the status.
 //!
 //! **Starting.** The loop waits for its own caches (Deployments,
 //! ManagedResources) through a signal of its own, set when each reflector

@@ -203,3 +203,59 @@ async fn list_newest(
         spec.name
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kubeconfig(user: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: shoot\n  cluster: {{server: 'https://kube-apiserver'}}\nusers:\n- name: gardener\n  user: {user}\ncontexts:\n- name: shoot\n  context: {{cluster: shoot, user: gardener}}\ncurrent-context: shoot\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn a_token_kubeconfig_gives_a_config_with_the_deadline() {
+        let config = config(kubeconfig("{token: abc}").as_bytes())
+            .await
+            .expect("accepted");
+        assert_eq!(config.cluster_url.to_string(), "https://kube-apiserver/");
+        assert_eq!(
+            (config.connect_timeout, config.read_timeout),
+            (Some(DEADLINE), Some(DEADLINE))
+        );
+    }
+
+    #[tokio::test]
+    async fn what_gardener_refuses_is_refused_before_anything_runs() {
+        for (user, error) in [
+            (
+                "{exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/touch, args: [/tmp/scion-exec-ran]}}",
+                "user \"gardener\": exec configurations are not supported",
+            ),
+            (
+                "{auth-provider: {name: oidc, config: {client-id: x}}}",
+                "user \"gardener\": auth provider configurations are not supported",
+            ),
+            (
+                "{token: abc, as: admin}",
+                "user \"gardener\": impersonation is not supported",
+            ),
+        ] {
+            let got = config(kubeconfig(user).as_bytes()).await.map(|_| ());
+            assert_eq!(got, Err(error.to_string()), "{user}");
+        }
+        assert!(!std::path::Path::new("/tmp/scion-exec-ran").exists());
+        assert_eq!(
+            config(&[0xff, 0xfe]).await.map(|_| ()),
+            Err("not UTF-8 text".to_string())
+        );
+        assert!(config(b"clusters: [").await.is_err());
+    }
+
+    #[test]
+    fn the_internal_kubeconfig_first_unless_external_is_asked_for() {
+        assert_eq!(kubeconfig_secrets(false), ["gardener-internal", "gardener"]);
+        assert_eq!(kubeconfig_secrets(true), ["gardener"]);
+    }
+}

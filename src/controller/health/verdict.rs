@@ -1,5 +1,6 @@
 //! The decision of `ControlPlaneHealthy`, pure: what each check found
-//! ([`Check`], from a Deployment or a ManagedResource as the caches hold it)
+//! ([`Check`], from a Deployment or a ManagedResource as the caches hold it,
+//! or from the newest Event about an object in the shoot)
 //! and how the results make one condition ([`decide`]), as Gardener's
 //! healthcheck actuator and reconciler do
 //! (`extensions/pkg/controller/healthcheck/{healthcheck_actuator,reconciler,message_util}.go`).
@@ -8,7 +9,7 @@
 //! |---|---|---|---|
 //! | hibernated | `True` | `HealthCheckSuccessful` | `Shoot is hibernated` |
 //! | all healthy | `True` | `HealthCheckSuccessful` | `All health checks successful` |
-//! | a check could not run (its cache is not current) | `Unknown` | `ConditionCheckError` | `failed to execute <n> health check[s]: <details>` |
+//! | a check could not run (its cache is not current, its shoot cannot be read) | `Unknown` | `ConditionCheckError` | `failed to execute <n> health check[s]: <details>` |
 //! | a check unsuccessful | `False` | `HealthCheckUnsuccessful` | the details; with progressing ones `<u> failing and <p> progressing check[s]: <details>` |
 //! | only progressing checks | `Progressing` while the old condition is absent, `True`, or `Progressing` for at most the smallest threshold since its transition; else `False` | `HealthCheckProgressing` (`HealthCheckUnsuccessful` when `False`) | the details |
 //!

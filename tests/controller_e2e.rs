@@ -330,6 +330,10 @@ async fn lifecycle(bed: &Testbed, provider: &str, shoot: &ApiServer) {
         "{provider}: scion check after the reconcile: {stderr}\n{report:#}"
     );
 
+    if provider == "aws" {
+        custom_route_controller_events(seed, shoot, &ns, &scion).await;
+    }
+
     delete(&grm, &ns, &scion).await;
     scion.assert_running();
     let forbidden: Vec<_> = requests(seed, &installed.user, 0)
@@ -346,6 +350,98 @@ async fn lifecycle(bed: &Testbed, provider: &str, shoot: &ApiServer) {
         Some(0),
         "{provider}: scion serve did not drain"
     );
+}
+
+/// The aws custom-route controller's Event check (gardener-csi.md aws
+/// §6.1; the example shoot uses the controller) against the shoot API
+/// server, through the `gardener` Secret of the shoot namespace: without it
+/// the check cannot run (`Unknown`); a Warning about the controller's
+/// ServiceAccount a minute old fails `ControlPlaneHealthy` with the
+/// controller's reason and message and the quota code, the same Event ten
+/// minutes old passes; a Warning as the controller's events.k8s.io recorder
+/// writes it (`eventTime`, no `lastTimestamp`) fails it until it is gone.
+async fn custom_route_controller_events(
+    seed: &ApiServer,
+    shoot: &ApiServer,
+    ns: &str,
+    scion: &Scion,
+) {
+    let healthy =
+        |status: &'static str| extension::wait_healthy(seed, ns, CP, status, || scion.log());
+    // the shoot cannot be read: upstream's failed shoot client, `Unknown`
+    seed.delete("v1", "Secret", Some(ns), "gardener").await;
+    let c = healthy("Unknown").await;
+    assert_eq!(
+        (&c["reason"], c["message"].as_str().unwrap()),
+        (
+            &json!("ConditionCheckError"),
+            format!(
+                "failed to execute 1 health check: the Events of ServiceAccount kube-system/aws-custom-route-controller in the shoot: no shoot kubeconfig: Secret \"gardener-internal\" nor \"gardener\" not found in namespace \"{ns}\"."
+            )
+            .as_str()
+        )
+    );
+    extension::shoot_kubeconfig(seed, ns, shoot).await;
+    healthy("True").await;
+
+    let ago = |seconds: i64| {
+        let t = k8s_openapi::jiff::Timestamp::now()
+            - k8s_openapi::jiff::SignedDuration::from_secs(seconds);
+        t.strftime("%Y-%m-%dT%H:%M:%S").to_string()
+    };
+    let message = "creating route for node ip-10-250-0-7: RouteLimitExceeded: The maximum number of routes has been reached.";
+    let legacy = |at: String| {
+        json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "aws-custom-route-controller.e2e-legacy", "namespace": "kube-system"},
+            "involvedObject": {"apiVersion": "v1", "kind": "ServiceAccount", "namespace": "kube-system", "name": "aws-custom-route-controller"},
+            "type": "Warning", "reason": "RoutesUpdateFailed", "message": message,
+            "source": {"component": "aws-custom-route-controller"},
+            "firstTimestamp": format!("{at}Z"), "lastTimestamp": format!("{at}Z"), "count": 1,
+        })
+    };
+    shoot.apply(&legacy(ago(60)), "e2e").await.unwrap();
+    let c = healthy("False").await;
+    assert_eq!(
+        (&c["reason"], c["message"].as_str().unwrap(), &c["codes"]),
+        (
+            &json!("HealthCheckUnsuccessful"),
+            format!("[aws-custom-route-controller] RoutesUpdateFailed: {message}").as_str(),
+            &json!(["ERR_INFRA_QUOTA_EXCEEDED"])
+        ),
+        "{c:#}"
+    );
+    shoot.apply(&legacy(ago(600)), "e2e").await.unwrap();
+    healthy("True").await;
+
+    // as the controller records (client-go tools/events): eventTime only
+    let recorded = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "aws-custom-route-controller.e2e-recorded", "namespace": "kube-system"},
+        "regarding": {"apiVersion": "v1", "kind": "ServiceAccount", "namespace": "kube-system", "name": "aws-custom-route-controller"},
+        "type": "Warning", "reason": "RoutesUpdateFailed", "action": "Reconciling", "note": "boom",
+        "eventTime": format!("{}.000000Z", ago(60)),
+        "reportingController": "aws-custom-route-controller", "reportingInstance": "aws-custom-route-controller-0",
+    });
+    shoot.create(&recorded).await.unwrap();
+    let c = healthy("False").await;
+    assert_eq!(
+        (c["message"].as_str().unwrap(), &c["codes"]),
+        (
+            "[aws-custom-route-controller] RoutesUpdateFailed: boom.",
+            &json!(["ERR_RETRYABLE_INFRA_DEPENDENCIES"])
+        ),
+        "{c:#}"
+    );
+    shoot
+        .delete(
+            "events.k8s.io/v1",
+            "Event",
+            Some("kube-system"),
+            "aws-custom-route-controller.e2e-recorded",
+        )
+        .await;
+    healthy("True").await;
 }
 
 /// Delete the ControlPlane: scion deletes the ManagedResources and waits

@@ -102,6 +102,8 @@ impl World {
             period: Duration::from_secs(30),
             deployments: vec!["cloud-controller-manager".into()],
             managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
+            events: Vec::new(),
+            shoot_secrets: scion::controller::health::shoot::kubeconfig_secrets(false),
             now: ticking,
             concurrency: 5,
             metrics: None,

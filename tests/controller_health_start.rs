@@ -50,6 +50,8 @@ fn checks(f: &Real, metrics: Option<HealthMetrics>) -> Arc<HealthChecks> {
         period: Duration::from_millis(50),
         deployments: vec!["cloud-controller-manager".into()],
         managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
+        events: Vec::new(),
+        shoot_secrets: scion::controller::health::shoot::kubeconfig_secrets(false),
         now: || NOW.to_string(),
         concurrency: 5,
         metrics,

@@ -195,6 +195,76 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
                 "\"ccm-c\" is not a Deployment of this component",
             ],
         ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 5}",
+            ),
+            vec![file, "health.events[0].within", "invalid type"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 5x}",
+            ),
+            vec![file, "field health.events[0].within", "unknown unit"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 0s}",
+            ),
+            vec![file, "field health.events[0].within", "above zero"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: Service Account, name: ccm}, within: 5m}",
+            ),
+            vec![file, "field health.events[0].involvedObject.kind", "is not a kind"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: CCM}, within: 5m}",
+            ),
+            vec![file, "field health.events[0].involvedObject.name", "is not an object name"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 5m, codes: [{code: ERR_QUOTA}]}",
+            ),
+            vec![file, "field health.events[0].codes[0].code", "\"ERR_QUOTA\" is not one of Gardener's error codes"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 5m, codes: [{messageContains: '', code: ERR_INFRA_DEPENDENCIES}]}",
+            ),
+            vec![file, "field health.events[0].codes[0].messageContains", "must not be empty"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 5m, when: {value: {of: replicas, equals: 1}}}",
+            ),
+            vec![file, "field health.events[0].when", "value"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, within: 5m}\n  - {involvedObject: {kind: ServiceAccount, name: ccm, namespace: kube-system}, within: 1m}",
+            ),
+            vec![file, "field health.events[1].involvedObject", "is listed twice"],
+        ),
+        (
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [cloud-controller-manager]\n  events:\n  - {involvedObject: {kind: ServiceAccount, name: ccm}, window: 5m}",
+            ),
+            vec![file, "health.events[0]", "unknown field `window`"],
+        ),
     ];
     for (text, needles) in cases {
         let err = load_error("gcp", &text);

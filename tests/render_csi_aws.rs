@@ -355,6 +355,53 @@ fn shoot_access_secrets_and_health() {
             "aws-custom-route-controller"
         ]
     );
+    // gardener-csi.md aws §6.1: the newest Event of the controller's
+    // ServiceAccount in the shoot, a Warning younger than 5 minutes, fails it
+    let events = spec.health_events();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    let crc = &events[0];
+    assert_eq!(
+        (
+            crc.component.as_str(),
+            crc.kind.as_str(),
+            crc.namespace.as_str(),
+            crc.name.as_str(),
+            crc.within,
+            crc.after.clone()
+        ),
+        (
+            "aws-custom-route-controller",
+            "ServiceAccount",
+            "kube-system",
+            "aws-custom-route-controller",
+            std::time::Duration::from_secs(300),
+            vec!["aws-custom-route-controller".to_string()]
+        )
+    );
+    let codes: Vec<(Option<&str>, &str)> = crc
+        .codes
+        .iter()
+        .map(|c| (c.message_contains.as_deref(), c.code.as_str()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (Some("RouteLimitExceeded"), "ERR_INFRA_QUOTA_EXCEEDED"),
+            (None, "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+        ]
+    );
+    // read only while the controller is in use
+    let when = crc.when.as_ref().expect("when");
+    let mut shoot =
+        support::controller::providers::provider_shoot("aws", "eu-west-1", &["IPv4"], false);
+    let facts = |s: &scion::gardener::ShootContext| {
+        when.eval(&scion::profile::Facts::of_shoot(s))
+            .expect("evaluates")
+    };
+    assert!(!facts(&shoot));
+    shoot.shoot.spec.provider.control_plane_config =
+        Some(serde_json::json!({"cloudControllerManager": {"useCustomRouteController": true}}));
+    assert!(facts(&shoot));
 }
 
 #[test]

@@ -11,7 +11,7 @@
 //! | being deleted, or migrating (annotation `migrate`, last operation `Migrate`) | – | – | not checked, nothing written |
 //! | hibernation enabled | `True` | `HealthCheckSuccessful` | `Shoot is hibernated` |
 //! | every check passes | `True` | `HealthCheckSuccessful` | `All health checks successful` |
-//! | a check's cache is not current (watch failing) | `Unknown` | `ConditionCheckError` | `failed to execute 1 health check: <d>.` |
+//! | a check's cache is not current (watch failing), or an Event check cannot read its shoot | `Unknown` | `ConditionCheckError` | `failed to execute 1 health check: <d>.` |
 //! | a check fails | `False` | `HealthCheckUnsuccessful` | the detail with a trailing `.`; several: `1) <d>. 2) <d>.` |
 //! | only rollouts in flight, within their threshold | `Progressing` | `HealthCheckProgressing` | the details |
 //!
@@ -32,14 +32,24 @@
 //!   progressing: <reason>` while gardener-resource-manager has not observed
 //!   it or its objects roll out (`ResourcesProgressing`): the shoot's
 //!   ManagedResources stand for the shoot-side objects (the CSI node
-//!   DaemonSet), as gardenlet's `SystemComponentsHealthy` reads them.
+//!   DaemonSet), as gardenlet's `SystemComponentsHealthy` reads them;
+//! - each component's `health.events` (checked right after the Deployments),
+//!   while its `when` holds for the shoot and the component's checked
+//!   Deployments are healthy: the newest Event about the object in the
+//!   shoot, read through the shoot kubeconfig Gardener keeps in the shoot
+//!   namespace ([`shoot`]), fails the check while it is a recent `Warning`
+//!   (`[<component>] <reason>: <message>`); a shoot that cannot be read makes
+//!   it a check that could not run (`Unknown`), as upstream's failed shoot
+//!   client or list does.
 //!
-//! The checks read reflector caches (the controller's ControlPlanes, the
+//! The seed checks read reflector caches (the controller's ControlPlanes, the
 //! declared Deployments and the ManagedResources, one cache per name, each
-//! selected by `metadata.name`), so a pass makes no read
-//! at all; it writes only when status, reason, message or codes change (as
-//! Gardener's condition builder, which keeps `lastUpdateTime` otherwise), so a
-//! steady seed sees no writes. `lastTransitionTime` moves with the status.
+//! selected by `metadata.name`), so they make no read; only an Event check
+//! reads, from its shoot (ControlPlanes are evaluated `concurrency` at a
+//! time, so a slow shoot does not hold the others). A pass writes only when
+//! status, reason, message or codes change (as Gardener's condition builder,
+//! which keeps `lastUpdateTime` otherwise), so a steady seed sees no writes.
+//! `lastTransitionTime` moves with the status.
 //!
 //! **Starting.** The loop waits for its own caches (Deployments,
 //! ManagedResources) through a signal of its own, set when each reflector
@@ -84,9 +94,10 @@ use super::extension::operation;
 use crate::gardener::managedresource::Condition;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
 use crate::profile::Facts;
-use crate::profile::component::HealthDeployment;
+use crate::profile::component::{HealthDeployment, HealthEvents};
 use crate::state::StateSource;
 
+pub mod shoot;
 pub mod verdict;
 use verdict::{Check, Verdict};
 
@@ -108,6 +119,11 @@ pub struct HealthChecks {
     pub deployments: Vec<HealthDeployment>,
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
+    /// The Event checks in the shoots (the components' `health.events`).
+    pub events: Vec<HealthEvents>,
+    /// The Secrets holding the shoot kubeconfig, in the order tried
+    /// ([`shoot::kubeconfig_secrets`]).
+    pub shoot_secrets: &'static [&'static str],
     pub now: fn() -> String,
     /// Conditions written at once (`--healthcheck-max-concurrent-reconciles`, 5).
     pub concurrency: usize,
@@ -416,9 +432,10 @@ pub fn build(old: Option<&Condition>, verdict: Verdict, now: &str) -> Option<Con
 }
 
 impl HealthChecks {
-    /// The condition `cp` should have now, given the caches; `None` when the
-    /// object is not checked (not ours, deleted, migrating) or nothing changed.
-    pub fn evaluate(
+    /// The condition `cp` should have now, given the caches and (for the
+    /// Event checks that apply) its shoot; `None` when the object is not
+    /// checked (not ours, deleted, migrating) or nothing changed.
+    pub async fn evaluate(
         &self,
         cp: &ControlPlane,
         shoot: &ShootContext,
@@ -435,45 +452,16 @@ impl HealthChecks {
         let namespace = cp.namespace();
         let mut checks = Vec::new();
         if !shoot.hibernation_enabled() {
-            let facts = Facts::of_shoot(shoot);
-            for HealthDeployment { name, when } in &self.deployments {
-                match when.as_ref().map(|c| c.eval(&facts)) {
-                    None | Some(Ok(true)) => {}
-                    Some(Ok(false)) => continue,
-                    Some(Err(e)) => {
-                        checks.push(Check::Failed {
-                            detail: format!(
-                                "deployment {name:?} in namespace {namespace:?}: whether it is checked: {e}"
-                            ),
-                        });
-                        continue;
-                    }
-                }
-                checks.push(match caches.not_current(&format!("deployments {name}")) {
-                    Some(why) => Check::Failed {
-                        detail: format!("deployment {name:?} in namespace {namespace:?}: {why}"),
-                    },
-                    None => {
-                        let live = caches.deployment(namespace, name);
-                        verdict::deployment(namespace, name, live.as_deref())
-                    }
+            let (deployments, events, managed_resources) =
+                self.seed_checks(namespace, shoot, caches);
+            checks = deployments;
+            for planned in events {
+                checks.push(match planned {
+                    Planned::Done(check) => check,
+                    Planned::Read(spec) => self.event_check(namespace, spec).await,
                 });
             }
-            for (name, store) in &caches.managed_resources {
-                checks.push(
-                    match caches.not_current(&format!("managedresources {name}")) {
-                        Some(why) => Check::Failed {
-                            detail: format!(
-                                "Managed Resource {name:?} in namespace {namespace:?}: {why}"
-                            ),
-                        },
-                        None => {
-                            let live = store.get(&ObjectRef::new(name).within(namespace));
-                            verdict::managed_resource(namespace, name, live.as_deref())
-                        }
-                    },
-                );
-            }
+            checks.extend(managed_resources);
         }
         let old: Option<Condition> = cp
             .conditions()
@@ -489,22 +477,116 @@ impl HealthChecks {
         )
     }
 
-    /// One pass over every cached ControlPlane; returns how many were written.
-    /// Conditions are written `concurrency` at a time.
-    pub async fn pass(&self, caches: &Caches) -> usize {
-        let mut due = Vec::new();
-        for cp in caches.controlplanes.state() {
-            let shoot = match self.state.shoot(cp.namespace()) {
-                Ok(shoot) => shoot,
-                Err(e) => {
-                    self.skipped_without_cluster(&cp, &e);
+    /// The checks decided from the caches alone: the Deployments', the Event
+    /// checks (each decided, or to be read from the shoot) and the
+    /// ManagedResources', in that order.
+    fn seed_checks<'s>(
+        &'s self,
+        namespace: &str,
+        shoot: &ShootContext,
+        caches: &Caches,
+    ) -> (Vec<Check>, Vec<Planned<'s>>, Vec<Check>) {
+        let facts = Facts::of_shoot(shoot);
+        let mut checks = Vec::new();
+        // the Deployments checked for this shoot, with their results
+        let mut checked: Vec<(&str, usize)> = Vec::new();
+        for HealthDeployment { name, when } in &self.deployments {
+            match when.as_ref().map(|c| c.eval(&facts)) {
+                None | Some(Ok(true)) => {}
+                Some(Ok(false)) => continue,
+                Some(Err(e)) => {
+                    checks.push(Check::Failed {
+                        detail: format!(
+                            "deployment {name:?} in namespace {namespace:?}: whether it is checked: {e}"
+                        ),
+                    });
                     continue;
                 }
+            }
+            checked.push((name, checks.len()));
+            checks.push(match caches.not_current(&format!("deployments {name}")) {
+                Some(why) => Check::Failed {
+                    detail: format!("deployment {name:?} in namespace {namespace:?}: {why}"),
+                },
+                None => {
+                    let live = caches.deployment(namespace, name);
+                    verdict::deployment(namespace, name, live.as_deref())
+                }
+            });
+        }
+        let mut events = Vec::new();
+        for spec in &self.events {
+            // upstream wraps the Deployment check: a Deployment that does
+            // not pass is reported alone
+            let healthy = |d: &String| {
+                checked
+                    .iter()
+                    .find(|(n, _)| n == d)
+                    .is_none_or(|(_, i)| checks[*i] == Check::Healthy)
             };
-            if let Some(condition) = self.evaluate(&cp, &shoot, caches) {
-                due.push((cp, condition));
+            if !spec.after.iter().all(healthy) {
+                continue;
+            }
+            match spec.when.as_ref().map(|c| c.eval(&facts)) {
+                None | Some(Ok(true)) => events.push(Planned::Read(spec)),
+                Some(Ok(false)) => {}
+                Some(Err(e)) => events.push(Planned::Done(Check::Failed {
+                    detail: format!("{}: whether they are checked: {e}", event_target(spec)),
+                })),
             }
         }
+        let mut managed_resources = Vec::new();
+        for (name, store) in &caches.managed_resources {
+            managed_resources.push(
+                match caches.not_current(&format!("managedresources {name}")) {
+                    Some(why) => Check::Failed {
+                        detail: format!(
+                            "Managed Resource {name:?} in namespace {namespace:?}: {why}"
+                        ),
+                    },
+                    None => {
+                        let live = store.get(&ObjectRef::new(name).within(namespace));
+                        verdict::managed_resource(namespace, name, live.as_deref())
+                    }
+                },
+            );
+        }
+        (checks, events, managed_resources)
+    }
+
+    /// The Event check `spec` for the shoot of `namespace`: its Events read
+    /// now ([`shoot::newest_event`]), decided at the current time.
+    async fn event_check(&self, namespace: &str, spec: &HealthEvents) -> Check {
+        match shoot::newest_event(&self.client, namespace, self.shoot_secrets, spec).await {
+            Ok(newest) => {
+                verdict::recent_warning(spec, newest.as_ref(), k8s_openapi::jiff::Timestamp::now())
+            }
+            Err(why) => Check::Failed {
+                detail: format!("{}: {why}", event_target(spec)),
+            },
+        }
+    }
+
+    /// One pass over every cached ControlPlane; returns how many were written.
+    /// ControlPlanes are evaluated, and conditions written, `concurrency` at a
+    /// time.
+    pub async fn pass(&self, caches: &Caches) -> usize {
+        let mut found = Vec::new();
+        for cp in caches.controlplanes.state() {
+            match self.state.shoot(cp.namespace()) {
+                Ok(shoot) => found.push((cp, shoot)),
+                Err(e) => self.skipped_without_cluster(&cp, &e),
+            }
+        }
+        let evaluated: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
+            futures::stream::iter(found.into_iter().map(|(cp, shoot)| async move {
+                let condition = self.evaluate(&cp, &shoot, caches).await;
+                condition.map(|c| (cp, c))
+            })),
+            self.concurrency.max(1),
+        ))
+        .await;
+        let due: Vec<_> = evaluated.into_iter().flatten().collect();
         let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
             futures::stream::iter(due.into_iter().map(|(cp, condition)| async move {
                 let result = self.write(&cp, condition).await;
@@ -713,6 +795,20 @@ where
             }),
         ),
     ]
+}
+
+/// An Event check as the caches leave it: decided, or to be read.
+enum Planned<'s> {
+    Done(Check),
+    Read(&'s HealthEvents),
+}
+
+/// What an Event check reads, for its messages.
+fn event_target(spec: &HealthEvents) -> String {
+    format!(
+        "the Events of {} {}/{} in the shoot",
+        spec.kind, spec.namespace, spec.name
+    )
 }
 
 /// Why the health-check loop ended.

@@ -207,6 +207,13 @@ pub const API_CALLS: &[ApiCall] = &[
         names: Names::Any,
     },
     ApiCall {
+        site: "controller::health::shoot: the shoot kubeconfig Secret (gardener-internal, else gardener) of a shoot namespace whose Event check applies, read every pass (never cached)",
+        resources: &[gr("", "secrets")],
+        verbs: &[Verb::Get],
+        scope: Scope::Cluster,
+        names: Names::Any,
+    },
+    ApiCall {
         site: "controller::controlplane::deliver: ManagedResources: get, create, update when the spec changes, keepObjects patch on migrate, delete",
         resources: &[gr("resources.gardener.cloud", "managedresources")],
         verbs: &[

@@ -112,6 +112,15 @@ impl ControlPlaneSpec {
         out
     }
 
+    /// The shoot Event checks of the components (`health.events`), in
+    /// component order.
+    pub fn health_events(&self) -> Vec<crate::profile::component::HealthEvents> {
+        self.components
+            .iter()
+            .flat_map(|c| c.health_events.iter().cloned())
+            .collect()
+    }
+
     /// Every seed Deployment the health checks may look at (conditional
     /// ones included), each once, in component order.
     pub fn health_deployments(&self) -> Vec<&str> {

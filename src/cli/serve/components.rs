@@ -354,8 +354,9 @@ pub fn controller_context(
 }
 
 /// The health checks of the ControlPlanes: the seed Deployments the
-/// components declare (`health.deployments`) and the ManagedResources the
-/// actuator writes.
+/// components declare (`health.deployments`), the ManagedResources the
+/// actuator writes and the components' Event checks in the shoots
+/// (`health.events`).
 pub fn health_checks(
     client: kube::Client,
     state: Arc<dyn StateSource>,
@@ -376,6 +377,11 @@ pub fn health_checks(
         period,
         deployments: reconciler.actuator.spec.health_checks(),
         managed_resources,
+        events: reconciler.actuator.spec.health_events(),
+        // Gardener's switch for extensions running outside the seed
+        shoot_secrets: health::shoot::kubeconfig_secrets(
+            std::env::var("GARDENER_SHOOT_CLIENT").as_deref() == Ok("external"),
+        ),
         now: controller::extension::status::now_rfc3339,
         concurrency,
         metrics,

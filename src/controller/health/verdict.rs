@@ -1,5 +1,6 @@
 //! The decision of `ControlPlaneHealthy`, pure: what each check found
-//! ([`Check`], from a Deployment or a ManagedResource as the caches hold it)
+//! ([`Check`], from a Deployment or a ManagedResource as the caches hold it,
+//! or from the newest Event about an object in the shoot)
 //! and how the results make one condition ([`decide`]), as Gardener's
 //! healthcheck actuator and reconciler do
 //! (`extensions/pkg/controller/healthcheck/{healthcheck_actuator,reconciler,message_util}.go`).
@@ -8,9 +9,21 @@
 //! |---|---|---|---|
 //! | hibernated | `True` | `HealthCheckSuccessful` | `Shoot is hibernated` |
 //! | all healthy | `True` | `HealthCheckSuccessful` | `All health checks successful` |
-//! | a check could not run (its cache is not current) | `Unknown` | `ConditionCheckError` | `failed to execute <n> health check[s]: <details>` |
+//! | a check could not run (its cache is not current, its shoot cannot be read) | `Unknown` | `ConditionCheckError` | `failed to execute <n> health check[s]: <details>` |
 //! | a check unsuccessful | `False` | `HealthCheckUnsuccessful` | the details; with progressing ones `<u> failing and <p> progressing check[s]: <details>` |
 //! | only progressing checks | `Progressing` while the old condition is absent, `True`, or `Progressing` for at most the smallest threshold since its transition; else `False` | `HealthCheckProgressing` (`HealthCheckUnsuccessful` when `False`) | the details |
+//!
+//! **Events in the shoot** (`health.events` of a component, provider-aws's
+//! custom-route-controller check as data): [`SeenEvent::newer`] picks the
+//! newest Event about the object, [`recent_warning`] fails the check when it
+//! is a `Warning` at most `within` old, with the detail `[<component>]
+//! <reason>: <message>` and the first matching error code. An Event's time
+//! is when it last happened ([`occurred`]): the latest of `lastTimestamp`,
+//! `series.lastObservedTime`, `eventTime` and `firstTimestamp`, else (none
+//! set) its `creationTimestamp`. Upstream reads `lastTimestamp` alone, which
+//! the events.k8s.io recorder the custom-route controller uses (client-go
+//! `tools/events`) leaves empty, so upstream's check never sees the
+//! controller's own Warnings; scion reads the time the recorder writes.
 //!
 //! Details: one is `<d>.`, several `1) <d>. 2) <d>.`; when kinds mix each
 //! group is prefixed `Unable to execute check[s]: `, `Failed check[s]: `,
@@ -43,10 +56,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::jiff::Timestamp;
+
 use crate::gardener::ManagedResource;
 use crate::gardener::managedresource::{
     Condition, RESOURCES_APPLIED, RESOURCES_HEALTHY, RESOURCES_PROGRESSING,
 };
+use crate::profile::component::HealthEvents;
 
 pub const REASON_SUCCESSFUL: &str = "HealthCheckSuccessful";
 pub const REASON_UNSUCCESSFUL: &str = "HealthCheckUnsuccessful";
@@ -249,6 +266,91 @@ pub fn managed_resource(namespace: &str, name: &str, live: Option<&ManagedResour
         ));
     }
     Check::Healthy
+}
+
+/// What the Event check keeps of an Event: one per check, however many
+/// Events are listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenEvent {
+    /// `Normal`, `Warning`, or whatever the recorder wrote.
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
+    /// When it last happened ([`occurred`]); `None`: no time at all.
+    pub at: Option<Timestamp>,
+}
+
+/// When an Event last happened: the latest of `lastTimestamp`,
+/// `series.lastObservedTime`, `eventTime` and `firstTimestamp` (the legacy
+/// recorder writes the first two, the events.k8s.io one the middle two),
+/// else its `creationTimestamp`; `None` without any.
+pub fn occurred(e: &Event) -> Option<Timestamp> {
+    [
+        e.last_timestamp.as_ref().map(|t| t.0),
+        e.series
+            .as_ref()
+            .and_then(|s| s.last_observed_time.as_ref())
+            .map(|t| t.0),
+        e.event_time.as_ref().map(|t| t.0),
+        e.first_timestamp.as_ref().map(|t| t.0),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+impl SeenEvent {
+    /// What the check keeps of `e`.
+    pub fn of(e: &Event) -> SeenEvent {
+        SeenEvent {
+            type_: e.type_.clone().unwrap_or_default(),
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            at: occurred(e),
+        }
+    }
+
+    /// The newer of `have` and `e`: `e` replaces `have` only when strictly
+    /// newer (an Event without a time is older than any with one), so equal
+    /// times keep the first listed, as upstream.
+    pub fn newer(have: Option<SeenEvent>, e: &Event) -> Option<SeenEvent> {
+        let at = occurred(e);
+        match have {
+            Some(h) if at <= h.at => Some(h),
+            _ => Some(SeenEvent::of(e)),
+        }
+    }
+}
+
+/// The Event check of `spec` given the newest Event about its object (none:
+/// no Event) at `now`: unhealthy when that Event is a `Warning` at most
+/// `spec.within` old (a time in the future counts as recent, as upstream's
+/// `time.Since` does), with the first code whose text the message contains.
+pub fn recent_warning(spec: &HealthEvents, newest: Option<&SeenEvent>, now: Timestamp) -> Check {
+    let Some(e) = newest.filter(|e| e.type_ == "Warning") else {
+        return Check::Healthy;
+    };
+    let within = k8s_openapi::jiff::SignedDuration::try_from(spec.within)
+        .unwrap_or(k8s_openapi::jiff::SignedDuration::MAX);
+    let recent = e.at.is_some_and(|at| now.duration_since(at) <= within);
+    if !recent {
+        return Check::Healthy;
+    }
+    let codes = spec
+        .codes
+        .iter()
+        .find(|c| {
+            c.message_contains
+                .as_deref()
+                .is_none_or(|text| e.message.contains(text))
+        })
+        .map(|c| vec![c.code.clone()])
+        .unwrap_or_default();
+    Check::Unhealthy {
+        detail: format!("[{}] {}: {}", spec.component, e.reason, e.message),
+        codes,
+    }
 }
 
 fn dot(d: &str) -> String {

@@ -12,6 +12,11 @@
 //! - {name: x-webhook, commonName: x-webhook, service: x-webhook, signedBy: currentCA}
 //! health:                                   # seed Deployments that join ControlPlaneHealthy
 //!   deployments: [cloud-controller-manager, {name: ingress-gce, when: {dualStack: true}}]
+//!   events:                                 # recent Warning Events in the shoot that fail it
+//!   - involvedObject: {kind: ServiceAccount, name: x}   # namespace: kube-system by default
+//!     within: 5m
+//!     when: {controlPlaneConfig: {path: x.enabled, equals: true}}
+//!     codes: [{messageContains: LimitExceeded, code: ERR_INFRA_QUOTA_EXCEEDED}]
 //! values:                                   # named values, used as ${name}
 //!   labels: {app: kubernetes, role: cloud-controller-manager}
 //! objects:
@@ -216,6 +221,9 @@ pub struct Component {
     /// `pkg/controller/healthcheck/add.go` lists them; each is one of the
     /// component's own `into: seed` Deployments.
     pub health_deployments: Vec<HealthDeployment>,
+    /// The shoot Events whose newest, when a recent Warning, fails
+    /// `ControlPlaneHealthy` (`health.events`).
+    pub health_events: Vec<HealthEvents>,
 }
 
 /// A seed Deployment of `health.deployments`: a name, or `{name, when}` for
@@ -237,6 +245,56 @@ impl From<&str> for HealthDeployment {
         }
     }
 }
+
+/// A `health.events` entry: the check fails while the newest Event in the
+/// shoot about one object is a `Warning` at most `within` old (provider-aws's
+/// custom-route-controller check, as data). The Events are read only while
+/// `when` holds and every Deployment of the component's `health.deployments`
+/// that is checked for the shoot is healthy (upstream wraps its Deployment
+/// check: a failing Deployment is reported alone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthEvents {
+    /// The component: the detail reads `[<component>] <reason>: <message>`.
+    pub component: String,
+    /// The component's checked Deployments (its `health.deployments`).
+    pub after: Vec<String>,
+    /// The involved object: kind, name and namespace in the shoot (the
+    /// namespace is also where the Events are listed).
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+    /// How young a Warning must be to fail the check.
+    pub within: std::time::Duration,
+    /// The error codes of a failure: the first entry whose text the Event's
+    /// message contains (an entry without text matches every message).
+    pub codes: Vec<EventCode>,
+    pub when: Option<Condition>,
+}
+
+/// One `codes:` entry of `health.events`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EventCode {
+    #[serde(default)]
+    pub message_contains: Option<String>,
+    pub code: String,
+}
+
+/// Gardener's error codes (`pkg/apis/core/v1beta1` `ErrorCode`), the values a
+/// condition's `codes` may hold.
+pub const ERROR_CODES: &[&str] = &[
+    "ERR_UNAUTHENTICATED",
+    "ERR_UNAUTHORIZED",
+    "ERR_INFRA_QUOTA_EXCEEDED",
+    "ERR_INFRA_RATE_LIMITS_EXCEEDED",
+    "ERR_INFRA_DEPENDENCIES",
+    "ERR_RETRYABLE_INFRA_DEPENDENCIES",
+    "ERR_INFRA_RESOURCES_DEPLETED",
+    "ERR_CLEANUP_CLUSTER_RESOURCES",
+    "ERR_CONFIGURATION_PROBLEM",
+    "ERR_RETRYABLE_CONFIGURATION_PROBLEM",
+    "ERR_PROBLEMATIC_WEBHOOK",
+];
 
 /// One object (or, with `each`, several) of a component.
 #[derive(Debug, Clone, PartialEq)]
@@ -298,6 +356,33 @@ enum SignedBy {
 struct HealthFile {
     #[serde(default)]
     deployments: Vec<HealthEntry>,
+    #[serde(default)]
+    events: Vec<EventsFile>,
+}
+
+/// One entry of `health.events`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EventsFile {
+    involved_object: InvolvedObjectFile,
+    within: String,
+    #[serde(default)]
+    when: Option<Value>,
+    #[serde(default)]
+    codes: Vec<EventCode>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvolvedObjectFile {
+    kind: String,
+    name: String,
+    #[serde(default = "kube_system")]
+    namespace: String,
+}
+
+fn kube_system() -> String {
+    "kube-system".into()
 }
 
 /// One entry of `health.deployments`, as written.
@@ -333,6 +418,96 @@ struct ObjectFile {
     /// byte for byte, such as CRDs.
     #[serde(default)]
     file: Option<String>,
+}
+
+/// The `health.events` entries of component `component`, checked; an error
+/// names the field.
+fn health_events(
+    component: &str,
+    entries: &[EventsFile],
+    deployments: &[HealthDeployment],
+) -> Result<Vec<HealthEvents>, (String, String)> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let field = |f: &str| format!("health.events[{i}].{f}");
+        let object = &e.involved_object;
+        if object.kind.is_empty() || !object.kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err((
+                field("involvedObject.kind"),
+                format!("{:?} is not a kind (e.g. ServiceAccount)", object.kind),
+            ));
+        }
+        for (f, text) in [
+            ("involvedObject.name", &object.name),
+            ("involvedObject.namespace", &object.namespace),
+        ] {
+            if text.is_empty()
+                || !text
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            {
+                return Err((
+                    field(f),
+                    format!("{text:?} is not an object name (lower-case letters, digits, - and .)"),
+                ));
+            }
+        }
+        let within = crate::gardener::duration::parse(&e.within)
+            .map_err(|message| (field("within"), message))?;
+        if within.is_zero() {
+            return Err((field("within"), "must be above zero (e.g. 5m)".into()));
+        }
+        for (j, c) in e.codes.iter().enumerate() {
+            if !ERROR_CODES.contains(&c.code.as_str()) {
+                return Err((
+                    field(&format!("codes[{j}].code")),
+                    format!(
+                        "{:?} is not one of Gardener's error codes ({})",
+                        c.code,
+                        ERROR_CODES.join(", ")
+                    ),
+                ));
+            }
+            if c.message_contains.as_deref() == Some("") {
+                return Err((
+                    field(&format!("codes[{j}].messageContains")),
+                    "must not be empty (leave it out to match every message)".into(),
+                ));
+            }
+        }
+        let when = e
+            .when
+            .as_ref()
+            .map(|w| {
+                Condition::compile(w, "when", Place::Rule)
+                    .map_err(|(f, message)| (field(&f), message))
+            })
+            .transpose()?;
+        let target = (&object.kind, &object.name, &object.namespace);
+        if out
+            .iter()
+            .any(|o: &HealthEvents| (&o.kind, &o.name, &o.namespace) == target)
+        {
+            return Err((
+                field("involvedObject"),
+                format!(
+                    "{} {}/{} is listed twice",
+                    object.kind, object.namespace, object.name
+                ),
+            ));
+        }
+        out.push(HealthEvents {
+            component: component.to_owned(),
+            after: deployments.iter().map(|d| d.name.clone()).collect(),
+            kind: object.kind.clone(),
+            name: object.name.clone(),
+            namespace: object.namespace.clone(),
+            within,
+            codes: e.codes.clone(),
+            when,
+        });
+    }
+    Ok(out)
 }
 
 /// A load error: the object (or `values.<name>`, or empty for the file) and
@@ -458,6 +633,8 @@ impl Component {
                 when,
             });
         }
+        let health_events = health_events(&raw.name, &raw.health.events, &health_deployments)
+            .map_err(|(field, message)| whole(field, message))?;
         let mut values = BTreeMap::new();
         for (name, v) in &raw.values {
             if !template::is_name(name) || ROOTS.iter().any(|(r, _)| r == name) {
@@ -544,6 +721,7 @@ impl Component {
             values,
             objects,
             health_deployments,
+            health_events,
         };
         let mut secrets: Vec<&str> = known.secrets.to_vec();
         secrets.extend(component.certificates.iter().map(|c| c.name.as_str()));

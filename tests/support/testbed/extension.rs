@@ -293,6 +293,24 @@ pub async fn prepare_shoot(api: &ApiServer, provider: &str, namespace: &str) -> 
     controlplane.expect("the examples have a ControlPlane")
 }
 
+/// The Secret `gardener` gardenlet keeps in a shoot namespace, the shoot's
+/// kubeconfig under `kubeconfig`, which the health checks' Event checks
+/// (aws: the custom-route controller's) read: here the admin kubeconfig of
+/// `shoot`, the test bed's shoot API server or, in a bed without one, the
+/// seed's standing in for it.
+pub async fn shoot_kubeconfig(api: &ApiServer, namespace: &str, shoot: &ApiServer) {
+    let kubeconfig = std::fs::read(&shoot.kubeconfig).expect("the shoot's kubeconfig");
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "gardener", "namespace": namespace},
+        "type": "Opaque",
+        "data": {"kubeconfig": b64(&kubeconfig)},
+    });
+    api.apply(&secret, "gardenlet")
+        .await
+        .unwrap_or_else(|e| panic!("{namespace}: Secret gardener: {e}"));
+}
+
 /// Write the ControlPlane as gardenlet does (server-side apply), with the
 /// operation annotation `operation`.
 pub async fn request(api: &ApiServer, cp: &Value, operation: &str) {
@@ -967,6 +985,7 @@ pub async fn reconciled_shoot(
     // a process that is gone, and its failure policy rejects the writes
     wait_registered(seed, provider, scion).await;
     let cp = prepare_shoot(seed, provider, namespace).await;
+    shoot_kubeconfig(seed, namespace, grm.shoot.unwrap_or(seed)).await;
     for object in gardenlet_objects(provider, namespace) {
         if object["kind"] != "Secret" {
             seed.create(&object).await.unwrap_or_else(|e| {

@@ -449,3 +449,286 @@ fn progressing_lasts_at_most_the_threshold_since_the_transition() {
         "Progressing"
     );
 }
+
+// ---- Events in the shoot (health.events) ----
+
+fn crc() -> HealthEvents {
+    HealthEvents {
+        component: "aws-custom-route-controller".into(),
+        after: vec!["aws-custom-route-controller".into()],
+        kind: "ServiceAccount".into(),
+        name: "aws-custom-route-controller".into(),
+        namespace: "kube-system".into(),
+        within: Duration::from_secs(300),
+        codes: vec![
+            crate::profile::component::EventCode {
+                message_contains: Some("RouteLimitExceeded".into()),
+                code: "ERR_INFRA_QUOTA_EXCEEDED".into(),
+            },
+            crate::profile::component::EventCode {
+                message_contains: None,
+                code: "ERR_RETRYABLE_INFRA_DEPENDENCIES".into(),
+            },
+        ],
+        when: None,
+    }
+}
+
+const NOW: &str = "2026-11-21T03:10:00Z";
+
+fn ts(t: &str) -> Timestamp {
+    t.parse().expect("timestamp")
+}
+
+/// A core/v1 Event as the legacy recorder writes it (`lastTimestamp`).
+fn legacy(name: &str, type_: &str, reason: &str, message: &str, last: &str) -> Event {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "kube-system", "creationTimestamp": "2026-11-21T02:00:00Z"},
+        "involvedObject": {"kind": "ServiceAccount", "name": "aws-custom-route-controller", "namespace": "kube-system"},
+        "type": type_, "reason": reason, "message": message,
+        "firstTimestamp": "2026-11-21T02:00:00Z", "lastTimestamp": last,
+    }))
+    .expect("Event")
+}
+
+/// The newest of `events` (in list order) and the check at [`NOW`].
+fn check_of(events: &[Event]) -> Check {
+    let newest = events.iter().fold(None, SeenEvent::newer);
+    recent_warning(&crc(), newest.as_ref(), ts(NOW))
+}
+
+fn crc_unhealthy(message: &str, code: &str) -> Check {
+    Check::Unhealthy {
+        detail: format!("[aws-custom-route-controller] RoutesUpdateFailed: {message}"),
+        codes: vec![code.into()],
+    }
+}
+
+#[test]
+fn no_event_or_a_normal_newest_event_is_healthy() {
+    assert_eq!(check_of(&[]), Check::Healthy);
+    let ok = legacy(
+        "a.1",
+        "Normal",
+        "RoutesUpToDate",
+        "routes for all route tables are up-to-date",
+        "2026-11-21T03:09:30Z",
+    );
+    assert_eq!(check_of(&[ok]), Check::Healthy);
+}
+
+#[test]
+fn a_warning_fails_for_five_minutes_and_not_a_second_longer() {
+    let at = |last: &str| legacy("a.1", "Warning", "RoutesUpdateFailed", "boom", last);
+    // 4m59s old
+    assert_eq!(
+        check_of(&[at("2026-11-21T03:05:01Z")]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    // exactly 5m: still failing (upstream's `<=`)
+    assert_eq!(
+        check_of(&[at("2026-11-21T03:05:00Z")]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    // 5m01s old
+    assert_eq!(check_of(&[at("2026-11-21T03:04:59Z")]), Check::Healthy);
+    // from the future (a skewed clock): recent, as upstream's time.Since
+    assert_eq!(
+        check_of(&[at("2026-11-21T03:11:00Z")]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+}
+
+#[test]
+fn the_first_code_whose_text_the_message_contains_wins() {
+    let e = legacy(
+        "a.1",
+        "Warning",
+        "RoutesUpdateFailed",
+        "creating route: RouteLimitExceeded: the maximum number of routes has been reached",
+        "2026-11-21T03:09:00Z",
+    );
+    assert_eq!(
+        check_of(&[e]),
+        crc_unhealthy(
+            "creating route: RouteLimitExceeded: the maximum number of routes has been reached",
+            "ERR_INFRA_QUOTA_EXCEEDED"
+        )
+    );
+    // no entry matches: no code
+    let mut spec = crc();
+    spec.codes.truncate(1);
+    let e = SeenEvent::of(&legacy(
+        "a.1",
+        "Warning",
+        "RoutesUpdateFailed",
+        "boom",
+        "2026-11-21T03:09:00Z",
+    ));
+    assert_eq!(
+        recent_warning(&spec, Some(&e), ts(NOW)),
+        Check::Unhealthy {
+            detail: "[aws-custom-route-controller] RoutesUpdateFailed: boom".into(),
+            codes: vec![]
+        }
+    );
+}
+
+#[test]
+fn the_newest_event_decides_whatever_the_list_order() {
+    let old_warning = legacy(
+        "a.1",
+        "Warning",
+        "RoutesUpdateFailed",
+        "boom",
+        "2026-11-21T03:08:00Z",
+    );
+    let newer_normal = legacy(
+        "a.2",
+        "Normal",
+        "RoutesUpToDate",
+        "up-to-date",
+        "2026-11-21T03:09:00Z",
+    );
+    let newest_warning = legacy(
+        "a.0",
+        "Warning",
+        "RoutesUpdateFailed",
+        "again",
+        "2026-11-21T03:09:30Z",
+    );
+    // recovered: a Normal after the Warning, listed before or after it
+    assert_eq!(
+        check_of(&[old_warning.clone(), newer_normal.clone()]),
+        Check::Healthy
+    );
+    assert_eq!(
+        check_of(&[newer_normal.clone(), old_warning.clone()]),
+        Check::Healthy
+    );
+    // an aggregated Event (an old name, a new lastTimestamp) listed first
+    assert_eq!(
+        check_of(&[newest_warning, old_warning.clone(), newer_normal.clone()]),
+        crc_unhealthy("again", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    // equal times: the first listed stays
+    let same_normal = legacy(
+        "a.3",
+        "Normal",
+        "RoutesUpToDate",
+        "up-to-date",
+        "2026-11-21T03:08:00Z",
+    );
+    assert_eq!(
+        check_of(&[old_warning.clone(), same_normal.clone()]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    assert_eq!(check_of(&[same_normal, old_warning]), Check::Healthy);
+}
+
+#[test]
+fn the_events_k8s_io_recorder_times_count() {
+    // what client-go's tools/events writes: eventTime, then series on repeats;
+    // no lastTimestamp (upstream's check never sees these)
+    let v1 = |name: &str, type_: &str, event_time: &str, series: Option<&str>| -> Event {
+        let mut e = json!({
+            "metadata": {"name": name, "namespace": "kube-system", "creationTimestamp": "2026-11-21T02:00:00Z"},
+            "involvedObject": {"kind": "ServiceAccount", "name": "aws-custom-route-controller", "namespace": "kube-system"},
+            "type": type_, "reason": "RoutesUpdateFailed", "message": "boom",
+            "eventTime": event_time, "reportingComponent": "aws-custom-route-controller",
+        });
+        if let Some(last) = series {
+            e["series"] = json!({"count": 4, "lastObservedTime": last});
+        }
+        serde_json::from_value(e).expect("Event")
+    };
+    let fresh = v1("a.1", "Warning", "2026-11-21T03:09:00.123456Z", None);
+    assert_eq!(occurred(&fresh), Some(ts("2026-11-21T03:09:00.123456Z")));
+    assert_eq!(
+        check_of(&[fresh]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    // first seen an hour ago, repeating until a minute ago
+    let repeating = v1(
+        "a.1",
+        "Warning",
+        "2026-11-21T02:10:00.000000Z",
+        Some("2026-11-21T03:09:00.000000Z"),
+    );
+    assert_eq!(
+        check_of(&[repeating]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    let stale = v1("a.1", "Warning", "2026-11-21T03:00:00.000000Z", None);
+    assert_eq!(check_of(&[stale]), Check::Healthy);
+}
+
+#[test]
+fn an_event_without_times_is_dated_by_its_creation_or_never_recent() {
+    let bare = |created: Option<&str>| -> Event {
+        let mut e = json!({
+            "metadata": {"name": "a.1", "namespace": "kube-system"},
+            "involvedObject": {"kind": "ServiceAccount", "name": "aws-custom-route-controller"},
+            "type": "Warning", "reason": "RoutesUpdateFailed", "message": "boom",
+        });
+        if let Some(c) = created {
+            e["metadata"]["creationTimestamp"] = json!(c);
+        }
+        serde_json::from_value(e).expect("Event")
+    };
+    // only the creation time: when it was recorded
+    assert_eq!(
+        check_of(&[bare(Some("2026-11-21T03:09:00Z"))]),
+        crc_unhealthy("boom", "ERR_RETRYABLE_INFRA_DEPENDENCIES")
+    );
+    assert_eq!(
+        check_of(&[bare(Some("2026-11-21T03:00:00Z"))]),
+        Check::Healthy
+    );
+    // no time at all: never recent, and older than any dated Event
+    assert_eq!(occurred(&bare(None)), None);
+    assert_eq!(check_of(&[bare(None)]), Check::Healthy);
+    let normal = legacy(
+        "a.2",
+        "Normal",
+        "RoutesUpToDate",
+        "ok",
+        "2026-11-21T02:00:00Z",
+    );
+    assert_eq!(check_of(&[normal.clone(), bare(None)]), Check::Healthy);
+    assert_eq!(check_of(&[bare(None), normal]), Check::Healthy);
+    // a lastTimestamp older than the creation time still dates it
+    let mut e = legacy(
+        "a.1",
+        "Warning",
+        "RoutesUpdateFailed",
+        "boom",
+        "2026-11-21T03:00:00Z",
+    );
+    e.first_timestamp = None;
+    e.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(
+        "2026-11-21T03:09:59Z",
+    )));
+    assert_eq!(check_of(&[e]), Check::Healthy);
+}
+
+#[test]
+fn a_failing_event_check_reads_as_upstreams_detail() {
+    let e = legacy(
+        "a.1",
+        "Warning",
+        "RoutesUpdateFailed",
+        "boom",
+        "2026-11-21T03:09:00Z",
+    );
+    let v = decide(false, &[Check::Healthy, check_of(&[e])], None, unix(NOW));
+    assert_eq!(
+        (v.status, v.reason, v.message.as_str(), v.codes),
+        (
+            "False",
+            REASON_UNSUCCESSFUL,
+            "[aws-custom-route-controller] RoutesUpdateFailed: boom.",
+            vec!["ERR_RETRYABLE_INFRA_DEPENDENCIES".to_string()]
+        )
+    );
+}

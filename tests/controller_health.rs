@@ -101,6 +101,7 @@ impl World {
             classes: vec!["shoot".into()],
             period: Duration::from_secs(30),
             deployments: vec!["cloud-controller-manager".into()],
+            feature_gates: Default::default(),
             managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
             now: ticking,
             concurrency: 5,

@@ -83,8 +83,8 @@ use super::extension::Extension;
 use super::extension::operation;
 use crate::gardener::managedresource::Condition;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
-use crate::profile::Facts;
 use crate::profile::component::HealthDeployment;
+use crate::profile::{Facts, FeatureGates};
 use crate::state::StateSource;
 
 pub mod verdict;
@@ -106,6 +106,9 @@ pub struct HealthChecks {
     /// Deployments checked, in order (the components' `health.deployments`;
     /// one with a condition only for the shoots it holds for).
     pub deployments: Vec<HealthDeployment>,
+    /// The provider's extension feature gates with their values, which the
+    /// Deployments' conditions may ask about (`extensionFeatureGate`).
+    pub feature_gates: FeatureGates,
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
     pub now: fn() -> String,
@@ -435,7 +438,10 @@ impl HealthChecks {
         let namespace = cp.namespace();
         let mut checks = Vec::new();
         if !shoot.hibernation_enabled() {
-            let facts = Facts::of_shoot(shoot);
+            let facts = Facts {
+                feature_gates: Some(&self.feature_gates),
+                ..Facts::of_shoot(shoot)
+            };
             for HealthDeployment { name, when } in &self.deployments {
                 match when.as_ref().map(|c| c.eval(&facts)) {
                     None | Some(Ok(true)) => {}

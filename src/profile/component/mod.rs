@@ -194,6 +194,10 @@ pub const ROOTS: &[(&str, &str)] = &[
         "code",
         "`code.<name>`: a value the provider folder's Rust computes (the profile's `code`)",
     ),
+    (
+        "extensionFeatureGates",
+        "`{Name: bool}`: each extension feature gate the profile declares (`extensionFeatureGates`), with the operator's `--feature-gates` value, else its default",
+    ),
 ];
 
 /// A component: its objects, the shoot access Secrets it needs, its values.
@@ -354,6 +358,30 @@ impl ComponentError {
     }
 }
 
+/// The first gate `condition` asks about that the profile does not declare.
+fn undeclared_gate(condition: &Condition, declared: &[&str]) -> Result<(), String> {
+    let mut asked = Vec::new();
+    condition.feature_gates(&mut asked);
+    match asked.into_iter().find(|g| !declared.contains(g)) {
+        Some(name) => Err(format!(
+            "extensionFeatureGate: {}",
+            undeclared_message(name, declared)
+        )),
+        None => Ok(()),
+    }
+}
+
+fn undeclared_message(name: &str, declared: &[&str]) -> String {
+    format!(
+        "the profile declares no extension feature gate {name:?} (declared: {}; add it to extensionFeatureGates in profile.yaml)",
+        if declared.is_empty() {
+            "none".to_owned()
+        } else {
+            declared.join(", ")
+        }
+    )
+}
+
 /// What expressions may name beyond [`ROOTS`], for the checks at load.
 pub struct Known<'a> {
     /// The files of the folder the component is in (`file:` objects), by
@@ -363,6 +391,8 @@ pub struct Known<'a> {
     pub code: Option<&'a dyn ProviderCode>,
     /// The secrets manager's certificate configs.
     pub secrets: &'a [&'a str],
+    /// The extension feature gates the profile declares.
+    pub feature_gates: &'a [&'a str],
 }
 
 impl Component {
@@ -449,8 +479,13 @@ impl Component {
             let when = match entry {
                 HealthEntry::Name(_) => None,
                 HealthEntry::When { when, .. } => Some(
-                    Condition::compile(when, "when", Place::Rule)
-                        .map_err(|(f, message)| whole(format!("{field}.{f}"), message))?,
+                    Condition::compile(when, "when", Place::Health)
+                        .map_err(|(f, message)| whole(format!("{field}.{f}"), message))
+                        .and_then(|c| {
+                            undeclared_gate(&c, known.feature_gates)
+                                .map_err(|m| whole(format!("{field}.when"), m))?;
+                            Ok(c)
+                        })?,
                 ),
             };
             health_deployments.push(HealthDeployment {
@@ -552,6 +587,7 @@ impl Component {
             images: known.images,
             code: known.code,
             secrets: &secrets,
+            feature_gates: known.feature_gates,
         })?;
         Ok(component)
     }
@@ -575,6 +611,8 @@ impl Component {
                 bound.push(name);
             }
             if let Some(when) = &object.item.when {
+                undeclared_gate(when, known.feature_gates)
+                    .map_err(|m| at(TemplateError::new(m).at("when")))?;
                 let mut exprs = Vec::new();
                 when.value_exprs(&mut exprs);
                 for e in exprs {
@@ -635,6 +673,8 @@ impl Component {
                     false
                 }
                 Used::Condition(c) => {
+                    undeclared_gate(c, known.feature_gates)
+                        .map_err(|m| TemplateError::new(m).at("$when"))?;
                     c.value_exprs(&mut exprs);
                     true
                 }
@@ -703,6 +743,13 @@ impl Component {
                     ))
                 }
             }
+            "extensionFeatureGates" => match second {
+                Some(name) if !known.feature_gates.contains(&name) => Err(format!(
+                    "${{{e}}}: {}",
+                    undeclared_message(name, known.feature_gates)
+                )),
+                _ => Ok(()),
+            },
             root if ROOTS.iter().any(|(r, _)| *r == root) => Ok(()),
             root => {
                 let mut names: Vec<&str> = ROOTS.iter().map(|(r, _)| *r).collect();

@@ -211,14 +211,10 @@ mod tests {
     fn settings_take_component_bases_grammar() {
         assert_eq!(parse_setting(" A = True ").unwrap(), ("A".to_owned(), true));
         for on in ["1", "t", "T", "true", "TRUE", "True"] {
-            assert_eq!(parse_setting(&format!("A={on}")).unwrap().1, true, "{on}");
+            assert!(parse_setting(&format!("A={on}")).unwrap().1, "{on}");
         }
         for off in ["0", "f", "F", "false", "FALSE", "False"] {
-            assert_eq!(
-                parse_setting(&format!("A={off}")).unwrap().1,
-                false,
-                "{off}"
-            );
+            assert!(!parse_setting(&format!("A={off}")).unwrap().1, "{off}");
         }
         let e = parse_setting("A=yes").unwrap_err();
         assert!(

@@ -667,28 +667,22 @@ impl Component {
     ) -> Result<(), TemplateError> {
         node.visit(bound, &mut |used, bound| {
             let mut exprs = Vec::new();
-            let at_when = match used {
-                Used::Expr(e) => {
-                    exprs.push(e);
-                    false
-                }
+            // the caller puts a condition's errors below its `$when`
+            match used {
+                Used::Expr(e) => exprs.push(e),
                 Used::Condition(c) => {
-                    undeclared_gate(c, known.feature_gates)
-                        .map_err(|m| TemplateError::new(m).at("$when"))?;
+                    undeclared_gate(c, known.feature_gates).map_err(TemplateError::new)?;
                     c.value_exprs(&mut exprs);
-                    true
                 }
-            };
+            }
             for e in exprs {
                 if let Some(v) = self.values.get_key_value(e.root()).map(|(k, _)| k.as_str())
                     && !bound.contains(&e.root())
                 {
                     used_values.push(v);
                 }
-                self.check_expr(e, known, bound).map_err(|m| {
-                    let e = TemplateError::new(m);
-                    if at_when { e.at("$when") } else { e }
-                })?;
+                self.check_expr(e, known, bound)
+                    .map_err(TemplateError::new)?;
             }
             Ok(())
         })

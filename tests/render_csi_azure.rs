@@ -1083,6 +1083,31 @@ fn the_health_checks_skip_the_remedy_controller_under_the_gate() {
 }
 
 #[test]
+fn azure_declares_upstreams_gate_and_validate_shows_it() {
+    // pkg/features/features.go: DisableRemedyController, alpha, default false.
+    let profile = scion::profile::Profile::builtin("azure").expect("azure");
+    let declared: Vec<(&str, bool)> = profile
+        .feature_gates
+        .iter()
+        .map(|g| (g.name.as_str(), g.default))
+        .collect();
+    assert_eq!(declared, [("DisableRemedyController", false)]);
+    let summary = scion::cli::validate::summary(&profile);
+    assert!(
+        summary.contains("  extension feature gate DisableRemedyController (default false): remedy-controller-azure as with"),
+        "{summary}"
+    );
+    // no other built-in provider declares one (their gates concern parts
+    // scion does not run)
+    for other in scion::profile::BUILTIN_PROVIDERS {
+        if *other != "azure" {
+            let p = scion::profile::Profile::builtin(other).expect("built in");
+            assert!(p.feature_gates.is_empty(), "{other}");
+        }
+    }
+}
+
+#[test]
 fn node_daemonsets_are_upstreams_per_role() {
     let r = render(
         &azure_cp(json!({})),

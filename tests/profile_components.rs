@@ -234,7 +234,10 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
         for needle in needles {
             assert!(err.contains(needle), "{needle:?} not in: {err}");
         }
-        assert!(!err.contains("$when.$when"), "the path names $when once: {err}");
+        assert!(
+            !err.contains("$when.$when"),
+            "the path names $when once: {err}"
+        );
     }
 }
 

@@ -16,14 +16,23 @@ pub struct FeatureGateArgs {
     /// The Go extension's feature gates, `Name=true|false,…`; the gates the
     /// provider declares change what the ControlPlane controller deploys,
     /// the others have no effect.
-    #[arg(long, env = "SCION_FEATURE_GATES", value_name = "GATES", value_delimiter = ',', value_parser = featuregates::parse_setting)]
-    pub feature_gates: Vec<(String, bool)>,
+    #[arg(long, env = "SCION_FEATURE_GATES", value_name = "GATES", value_parser = parse_list)]
+    pub feature_gates: Vec<GateList>,
+}
+
+/// The pairs of one `--feature-gates` value, in order (the flag may be
+/// repeated, as pflag's `Set` is called per occurrence).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateList(pub Vec<(String, bool)>);
+
+fn parse_list(text: &str) -> Result<GateList, String> {
+    featuregates::parse_settings(text).map(GateList)
 }
 
 impl FeatureGateArgs {
     /// The settings by name (the last of a name wins).
     pub fn settings(&self) -> GateSettings {
-        featuregates::settings(&self.feature_gates)
+        featuregates::settings(self.feature_gates.iter().flat_map(|l| &l.0))
     }
 
     /// One line per gate set that `declared` does not know, for a warning:

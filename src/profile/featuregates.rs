@@ -103,6 +103,16 @@ pub fn parse_setting(text: &str) -> Result<(String, bool), String> {
     Ok((name.to_owned(), on))
 }
 
+/// A `--feature-gates` value, `Name=bool,…`, as component-base's `Set`
+/// reads it: empty items are skipped (`A=true,` and `""` are fine), every
+/// other one is a [`parse_setting`].
+pub fn parse_settings(text: &str) -> Result<Vec<(String, bool)>, String> {
+    text.split(',')
+        .filter(|item| !item.is_empty())
+        .map(parse_setting)
+        .collect()
+}
+
 /// The operator's pairs as settings (the last of a name wins).
 pub fn settings<'a>(pairs: impl IntoIterator<Item = &'a (String, bool)>) -> GateSettings {
     pairs.into_iter().cloned().collect()
@@ -227,6 +237,16 @@ mod tests {
         );
         assert!(parse_setting("A").unwrap_err().contains("not Name=true"));
         assert!(parse_setting("=true").unwrap_err().contains("no gate name"));
+        assert_eq!(
+            parse_settings("A=true,,B=0,").unwrap(),
+            [("A".to_owned(), true), ("B".to_owned(), false)]
+        );
+        assert!(parse_settings("").unwrap().is_empty());
+        assert!(
+            parse_settings("A=true, ").is_err(),
+            "a blank item is no gate"
+        );
+        assert!(parse_settings("A=true,B").unwrap_err().contains("\"B\""));
     }
 
     #[test]

@@ -233,10 +233,14 @@ mod tests {
         let f = parse(&["--ignore-operation-annotation=false"]).unwrap();
         assert!(!f.ignore_operation_annotation);
         assert!(parse(&["--webhook-config-service-port=443"]).is_ok());
-        let gates = parse(&["--feature-gates=MTUCustomizer=true,B=false"]).unwrap();
+        let gates = parse(&[
+            "--feature-gates=MTUCustomizer=true,B=false,",
+            "--feature-gates=B=true",
+        ])
+        .unwrap();
         assert_eq!(
-            gates.gates.feature_gates,
-            [("MTUCustomizer".to_owned(), true), ("B".to_owned(), false)]
+            gates.gates.settings(),
+            [("MTUCustomizer".to_owned(), true), ("B".to_owned(), true)].into()
         );
         assert!(parse(&["--feature-gates=MTUCustomizer"]).is_err());
         assert!(parse(&["--feature-gates=A=yes"]).is_err());

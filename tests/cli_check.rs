@@ -156,13 +156,8 @@ fn controller_bundles(
     let images = ImageVector::builtin("aws").with_env_overwrite().unwrap();
     let rendered = render::render(
         &RenderInput {
-            cp: &cp,
-            shoot: &shoot,
             credentials: credentials.as_ref(),
-            kube_apiserver_replicas: None,
-            image_override: None,
-            images: &images,
-            certificates,
+            ..RenderInput::new(&cp, &shoot, &images, certificates)
         },
         profile.control_plane().unwrap(),
     )
@@ -796,7 +791,7 @@ async fn exit_codes_tell_differs_from_could_not_audit() {
     };
     let err = tokio::time::timeout(
         std::time::Duration::from_secs(10),
-        check_seed_with(client, &engine, None, &watch),
+        check_seed_with(client, &engine, &Default::default(), None, &watch),
     )
     .await
     .expect("stops at once")

@@ -86,6 +86,63 @@ fn profile_goes_wherever_provider_goes() {
     );
 }
 
+/// `--feature-gates` is one flag: the commands that render a ControlPlane
+/// (`serve`, `render`, `check`) take it with the same help, environment
+/// variable and grammar.
+#[test]
+fn the_feature_gates_are_one_flag_of_the_commands_that_render() {
+    let root = Cli::command();
+    let mut with_gates = Vec::new();
+    let mut seen: Option<(String, Option<String>)> = None;
+    for sub in root.get_subcommands() {
+        let Some(arg) = sub
+            .get_arguments()
+            .find(|a| a.get_long() == Some("feature-gates"))
+        else {
+            continue;
+        };
+        with_gates.push(sub.get_name().to_owned());
+        let this = (
+            arg.get_help().map(ToString::to_string).unwrap_or_default(),
+            arg.get_env().map(|e| e.to_string_lossy().into_owned()),
+        );
+        assert_eq!(this.1.as_deref(), Some("SCION_FEATURE_GATES"));
+        if let Some(first) = &seen {
+            assert_eq!(first, &this, "{} words it differently", sub.get_name());
+        }
+        seen = Some(this);
+    }
+    assert_eq!(with_gates, ["serve", "render", "check"]);
+    for command in ["serve", "render", "check"] {
+        let argv = |gates: &str| {
+            vec![
+                "scion".to_owned(),
+                command.into(),
+                "--provider".into(),
+                "azure".into(),
+                "--controlplane".into(),
+                "ns/cp".into(),
+                "--objects-dir".into(),
+                "objs".into(),
+                format!("--feature-gates={gates}"),
+            ]
+            .into_iter()
+            .filter(|a| command == "render" || !matches!(a.as_str(), "--controlplane" | "ns/cp"))
+            .filter(|a| command != "check" || !matches!(a.as_str(), "--objects-dir" | "objs"))
+            .collect::<Vec<_>>()
+        };
+        Cli::try_parse_from_args(&argv("DisableRemedyController=true,Other=False"))
+            .unwrap_or_else(|e| panic!("{command}: {e}"));
+        let err = Cli::try_parse_from_args(&argv("DisableRemedyController=on"))
+            .expect_err("a bad value")
+            .to_string();
+        assert!(
+            err.contains("the value of feature gate DisableRemedyController is true or false"),
+            "{command}: {err}"
+        );
+    }
+}
+
 fn scion(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(args)

@@ -89,8 +89,14 @@ struct Serve {
 }
 
 fn serve(cert_dir: &Path) -> Serve {
+    serve_with(&["--provider", "aws"], cert_dir)
+}
+
+fn serve_with(args: &[&str], cert_dir: &Path) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scion"))
-        .args(["serve", "--provider", "aws", "--log-format", "json"])
+        .arg("serve")
+        .args(args)
+        .args(["--log-format", "json"])
         .arg("--objects-dir")
         .arg(root().join("examples/objects"))
         .args(["--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"])
@@ -233,6 +239,44 @@ async fn serve_logs_have_no_debug_syntax_and_a_denial_says_why() {
         !parsed.iter().any(|v| v["uid"] == allowed_uid.as_str()),
         "a successful admission logged at info: {lines:#?}"
     );
+}
+
+/// At start, each extension feature gate the provider declares is logged
+/// with its value; a gate set that it does not declare is warned about in
+/// words that name no provider, and serve runs.
+#[test]
+fn serve_logs_the_feature_gates_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = serve_with(
+        &[
+            "--provider",
+            "azure",
+            "--feature-gates",
+            "MTUCustomizer=false,DisableRemedyController=true",
+        ],
+        dir.path(),
+    );
+    let lines: Vec<Value> = stop(serve)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let gates: Vec<&Value> = lines.iter().filter(|v| v["gate"].is_string()).collect();
+    assert_eq!(gates.len(), 2, "{gates:#?}");
+    let declared = gates[0];
+    assert_eq!(declared["level"], "info");
+    assert_eq!(declared["msg"], "extension feature gate");
+    assert_eq!(declared["gate"], "DisableRemedyController");
+    assert_eq!(declared["enabled"], true);
+    assert_eq!(declared["set"], true);
+    let other = gates[1];
+    assert_eq!(other["level"], "warn");
+    assert_eq!(other["gate"], "MTUCustomizer");
+    assert_eq!(other["enabled"], false);
+    let text = other["msg"].as_str().unwrap();
+    assert!(text.starts_with("feature gate has no effect"), "{text}");
+    for provider in scion::profile::BUILTIN_PROVIDERS {
+        assert!(!text.contains(provider), "names {provider}: {text}");
+    }
 }
 
 fn scion(args: &[&str]) -> (Option<i32>, String) {

@@ -577,3 +577,118 @@ fn with_only_the_ca_the_serving_certificates_are_placeholders() {
     );
     assert_eq!(render_ok(&args, dir.path()).0, text);
 }
+
+/// The documents of a YAML stream by `Kind namespace/name`.
+fn documents(text: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+    // `---` at the start of a line separates them (block scalars are indented)
+    let mut docs: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line == "---" {
+            docs.push(String::new());
+        } else if let Some(doc) = docs.last_mut() {
+            doc.push_str(line);
+            doc.push('\n');
+        }
+    }
+    docs.iter()
+        .map(|d| {
+            let doc: serde_json::Value = serde_saphyr::from_str(d).expect("yaml");
+            let key = format!(
+                "{} {}/{}",
+                doc["kind"].as_str().expect("kind"),
+                doc["metadata"]["namespace"].as_str().unwrap_or_default(),
+                doc["metadata"]["name"].as_str().expect("name")
+            );
+            (key, doc)
+        })
+        .collect()
+}
+
+/// Issue 22: `--feature-gates` reaches the offline render as it reaches the
+/// controller: azure's DisableRemedyController changes the remedy
+/// controller and nothing else; a bad value is a usage error naming the
+/// gate; a gate azure does not declare is said to have no effect.
+#[test]
+fn the_feature_gates_change_the_azure_render_as_the_controller_would() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let objects = root.join("examples/objects");
+    let cp = example_controlplane("azure");
+    let base = ["--provider", "azure", "--controlplane", cp.as_str()];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        render_ok(&args, &objects)
+    };
+    let (plain, _) = with(&[]);
+    let (on, stderr) = with(&["--feature-gates", "DisableRemedyController=true"]);
+    assert!(!stderr.contains("feature gate"), "{stderr}");
+    let (before, after) = (documents(&plain), documents(&on));
+    let ns = "shoot--dev--azure";
+    let removed: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+    assert_eq!(
+        removed,
+        [
+            "ClusterRole /extensions.gardener.cloud:provider-azure:remedy-controller-azure",
+            "ClusterRoleBinding /extensions.gardener.cloud:provider-azure:remedy-controller-azure",
+            &format!("PrometheusRule {ns}/shoot-remedy-controller-azure"),
+        ]
+    );
+    assert!(
+        after.keys().all(|k| before.contains_key(k)),
+        "nothing added"
+    );
+    let changed: Vec<&String> = after.keys().filter(|k| before[*k] != after[*k]).collect();
+    let deployment = format!("Deployment {ns}/remedy-controller-azure");
+    assert_eq!(changed, [&deployment]);
+    // the Deployment: 0 replicas and no config checksum, nothing else
+    let mut want = before[&deployment].clone();
+    want["spec"]["replicas"] = 0.into();
+    want["spec"]["template"]["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("annotations")
+        .remove("checksum/secret-cloud-provider-config")
+        .expect("the checksum while enabled");
+    assert_eq!(after[&deployment], want);
+    // false is the default: the same bytes
+    let (off, _) = with(&["--feature-gates", "DisableRemedyController=false"]);
+    assert_eq!(off, plain);
+    // a gate azure does not declare: the same bytes and a warning
+    let (other, stderr) = with(&["--feature-gates=MTUCustomizer=true"]);
+    assert_eq!(other, plain);
+    assert!(
+        stderr.contains(
+            "warning: feature gate MTUCustomizer=true has no effect: provider azure declares no such extension feature gate"
+        ),
+        "{stderr}"
+    );
+    // the environment variable, as for serve
+    let out = Command::new(env!("CARGO_BIN_EXE_scion"))
+        .current_dir(&root)
+        .arg("render")
+        .args(base)
+        .arg("--objects-dir")
+        .arg(&objects)
+        .env("SCION_FEATURE_GATES", "DisableRemedyController=true")
+        .output()
+        .expect("scion runs");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).expect("utf-8"), on);
+    // a bad value is a usage error that names the gate
+    let out = render_in(
+        &[
+            &base[..],
+            &["--feature-gates", "DisableRemedyController=yes"],
+        ]
+        .concat(),
+        &objects,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).expect("utf-8");
+    assert!(
+        err.contains("--feature-gates")
+            && err.contains(
+                "the value of feature gate DisableRemedyController is true or false, not \"yes\""
+            ),
+        "{err}"
+    );
+}

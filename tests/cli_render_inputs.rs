@@ -73,14 +73,11 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
     let (cp, shoot, secret) = aws_inputs();
     assert_eq!(secret, Some(aws_static_secret()));
     let spec = builtin_spec("aws").expect("spec");
+    let images = scion::profile::ImageVector::builtin(&cp.spec.type_);
+    let certificates = scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), "");
     let input = RenderInput {
-        cp: &cp,
-        shoot: &shoot,
         credentials: secret.as_ref(),
-        kube_apiserver_replicas: None,
-        image_override: None,
-        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+        ..RenderInput::new(&cp, &shoot, &images, &certificates)
     };
     let plain = |output| Delivery {
         managed_resources: false,
@@ -105,14 +102,11 @@ fn yaml_and_json_outputs_carry_the_same_objects() {
 fn managed_resources_output_is_the_controllers_bundles() {
     let (cp, shoot, secret) = aws_inputs();
     let spec = builtin_spec("aws").expect("spec");
+    let images = scion::profile::ImageVector::builtin(&cp.spec.type_);
+    let certificates = scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), "");
     let input = RenderInput {
-        cp: &cp,
-        shoot: &shoot,
         credentials: secret.as_ref(),
-        kube_apiserver_replicas: None,
-        image_override: None,
-        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+        ..RenderInput::new(&cp, &shoot, &images, &certificates)
     };
     let cert = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ca-provider-aws-controlplane-1", "namespace": NS}});
     let delivery = Delivery {
@@ -162,15 +156,9 @@ fn render_errors_name_the_controlplane() {
     let cp = aws_cp(None, serde_json::json!([]));
     let (cp, shoot, _) = inputs_from_state(&s, cp).expect("inputs");
     let spec = builtin_spec("aws").expect("spec");
-    let input = RenderInput {
-        cp: &cp,
-        shoot: &shoot,
-        credentials: None,
-        kube_apiserver_replicas: None,
-        image_override: None,
-        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        certificates: &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
-    };
+    let images = scion::profile::ImageVector::builtin(&cp.spec.type_);
+    let certificates = scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), "");
+    let input = RenderInput::new(&cp, &shoot, &images, &certificates);
     let err = format!(
         "{:#}",
         render_text(

@@ -116,7 +116,20 @@ async fn lifecycle(bed: &Testbed, provider: &str, shoot: &ApiServer) {
         seed,
         shoot: Some(shoot),
     };
-    let installed = install_chart(bed, provider, &["config.healthCheckConfig.syncPeriod=1s"]).await;
+    // azure runs with its extension feature gate DisableRemedyController on:
+    // the chart's config.featureGates reaches serve's --feature-gates, and
+    // scion check audits with the same flag
+    let gated = provider == "azure";
+    let mut values = vec!["config.healthCheckConfig.syncPeriod=1s"];
+    if gated {
+        values.push("config.featureGates.DisableRemedyController=true");
+    }
+    let gates: &[&str] = if gated {
+        &["--feature-gates", "DisableRemedyController=true"]
+    } else {
+        &[]
+    };
+    let installed = install_chart(bed, provider, &values).await;
     let ns = format!("shoot--e2e--{provider}");
     let mut scion = installed.scion(bed).start().await;
     let (stored, applied) = extension::reconciled_shoot(&grm, provider, &ns, &scion).await;
@@ -226,12 +239,44 @@ async fn lifecycle(bed: &Testbed, provider: &str, shoot: &ApiServer) {
     // scion check, with the role it prints, finds what scion wrote matching
     let (check_kubeconfig, auditor) = check_role(seed, provider).await;
     let audit_start = extension::mark(seed);
-    let (code, report, stderr) = scion_check(provider, &check_kubeconfig, &[]).await;
+    let (code, report, stderr) = scion_check(provider, &check_kubeconfig, gates).await;
     assert_eq!(
         (code, not_matching(&report)),
         (0, Vec::<&Value>::new()),
         "{provider}: scion check: {stderr}\n{report:#}"
     );
+    if gated {
+        // the gate reached the controller: the remedy controller is kept
+        // at 0 replicas and its shoot RBAC is not delivered
+        let mrs = grm.managed_resources(&ns).await;
+        let mr = |name: &str| mrs.iter().find(|m| m["metadata"]["name"] == name).unwrap();
+        let remedy = grm
+            .objects(mr(SEED_MR))
+            .await
+            .into_iter()
+            .find(|o| {
+                o["kind"] == "Deployment" && o["metadata"]["name"] == "remedy-controller-azure"
+            })
+            .expect("the remedy Deployment stays");
+        assert_eq!(remedy["spec"]["replicas"], 0, "{remedy}");
+        assert!(
+            !grm.objects(mr(SHOOT_MR))
+                .await
+                .iter()
+                .any(|o| o["metadata"]["name"]
+                    == "extensions.gardener.cloud:provider-azure:remedy-controller-azure"),
+            "the remedy controller's shoot RBAC is delivered under the gate"
+        );
+        // an audit without the gate sees the difference
+        let (code, report, _) = scion_check(provider, &check_kubeconfig, &[]).await;
+        assert_eq!(code, 1, "{report:#}");
+        assert!(
+            not_matching(&report)
+                .iter()
+                .all(|r| r["kind"] == "ManagedResource"),
+            "{report:#}"
+        );
+    }
     let rows = report["findings"].as_array().unwrap();
     for kind in [
         "ManagedResource",
@@ -323,7 +368,7 @@ async fn lifecycle(bed: &Testbed, provider: &str, shoot: &ApiServer) {
     );
     grm.apply(&ns).await;
     extension::report_deployments(seed, &ns, true).await;
-    let (code, report, stderr) = scion_check(provider, &check_kubeconfig, &[]).await;
+    let (code, report, stderr) = scion_check(provider, &check_kubeconfig, gates).await;
     assert_eq!(
         (code, not_matching(&report)),
         (0, Vec::<&Value>::new()),

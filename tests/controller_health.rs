@@ -86,6 +86,18 @@ struct World {
     checks: HealthChecks,
 }
 
+/// Available Deployments of these names in the world's namespace.
+fn available<'a>(f: &Real, names: impl IntoIterator<Item = &'a str>) -> Vec<Deployment> {
+    names
+        .into_iter()
+        .map(|name| {
+            let mut d = deployment(f, "True");
+            d.metadata.name = Some(name.to_owned());
+            d
+        })
+        .collect()
+}
+
 impl World {
     async fn new(shoot: ShootContext) -> World {
         let f = real(shoot, "aws").await;
@@ -101,6 +113,7 @@ impl World {
             classes: vec!["shoot".into()],
             period: Duration::from_secs(30),
             deployments: vec!["cloud-controller-manager".into()],
+            feature_gates: Default::default(),
             managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
             events: Vec::new(),
             shoot_secrets: scion::controller::health::shoot::kubeconfig_secrets(false),
@@ -299,15 +312,13 @@ async fn a_conditional_deployment_is_checked_only_where_its_condition_holds() {
         w.checks.deployments = declared.clone();
         let ns = w.f.ns().to_owned();
         // every unconditional one exists
-        let present: Vec<Deployment> = declared
-            .iter()
-            .filter(|d| d.when.is_none())
-            .map(|d| {
-                let mut deployment = deployment(&w.f, "True");
-                deployment.metadata.name = Some(d.name.clone());
-                deployment
-            })
-            .collect();
+        let present = available(
+            &w.f,
+            declared
+                .iter()
+                .filter(|d| d.when.is_none())
+                .map(|d| d.name.as_str()),
+        );
         let healthy = w.healthy_mrs();
         assert_eq!(w.pass(present, &healthy).await, 1, "{families:?}");
         let condition = w.condition().await;
@@ -317,6 +328,43 @@ async fn a_conditional_deployment_is_checked_only_where_its_condition_holds() {
                 condition["message"],
                 message.replace("{ns}", &ns),
                 "{families:?}"
+            );
+        }
+    }
+}
+
+/// A Deployment declared with an extension feature gate condition (azure's
+/// `remedy-controller-azure`, not checked while `DisableRemedyController` is
+/// on, upstream's pre-check) follows the gates the checks run with: without
+/// the Deployment, the shoot is healthy under the gate and not without it.
+#[tokio::test]
+async fn a_deployment_under_a_feature_gate_is_checked_only_while_the_gate_allows() {
+    let azure = scion::profile::Profile::builtin("azure").expect("azure");
+    let plane = azure.control_plane().expect("controlPlane");
+    let declared = plane.health_checks();
+    for (gate, status) in [(true, "True"), (false, "False")] {
+        let mut w = World::new(shoot(&["IPv4"], false)).await;
+        w.checks.deployments = declared.clone();
+        w.checks.feature_gates = scion::profile::FeatureGates::resolve(
+            &plane.feature_gates,
+            &[("DisableRemedyController".to_owned(), gate)].into(),
+        );
+        let ns = w.f.ns().to_owned();
+        let present = available(
+            &w.f,
+            declared
+                .iter()
+                .map(|d| d.name.as_str())
+                .filter(|name| *name != "remedy-controller-azure"),
+        );
+        let healthy = w.healthy_mrs();
+        assert_eq!(w.pass(present, &healthy).await, 1, "gate {gate}");
+        let condition = w.condition().await;
+        assert_eq!(condition["status"], status, "gate {gate}: {condition}");
+        if !gate {
+            assert_eq!(
+                condition["message"],
+                format!("deployment \"remedy-controller-azure\" in namespace \"{ns}\" not found.")
             );
         }
     }

@@ -49,6 +49,7 @@ fn checks(f: &Real, metrics: Option<HealthMetrics>) -> Arc<HealthChecks> {
         classes: vec!["shoot".into()],
         period: Duration::from_millis(50),
         deployments: vec!["cloud-controller-manager".into()],
+        feature_gates: Default::default(),
         managed_resources: MRS.iter().map(|s| s.to_string()).collect(),
         events: Vec::new(),
         shoot_secrets: scion::controller::health::shoot::kubeconfig_secrets(false),

@@ -265,12 +265,49 @@ fn a_bad_component_is_refused_at_load_naming_file_object_and_field() {
             ),
             vec![file, "health.events[0]", "unknown field `window`"],
         ),
+        (
+            // gcp declares no extension feature gates
+            gcp().replace(
+                "deployments: [cloud-controller-manager]",
+                "deployments: [{name: cloud-controller-manager, when: {not: {extensionFeatureGate: Nope}}}]",
+            ),
+            vec![
+                file,
+                "field health.deployments[0].when",
+                "the profile declares no extension feature gate \"Nope\" (declared: none; add it to extensionFeatureGates in profile.yaml)",
+            ],
+        ),
+        (
+            gcp().replace(
+                "            - --v=2\n",
+                "            - --v=2\n            - {$when: {extensionFeatureGate: Nope}, $value: --nope}\n",
+            ),
+            vec![
+                deployment,
+                "$when",
+                "declares no extension feature gate \"Nope\"",
+            ],
+        ),
+        (
+            gcp().replace(
+                "            - --v=2\n",
+                "            - --v=2\n            - \"--nope=${extensionFeatureGates.Nope}\"\n",
+            ),
+            vec![
+                deployment,
+                "${extensionFeatureGates.Nope}: the profile declares no extension feature gate \"Nope\"",
+            ],
+        ),
     ];
     for (text, needles) in cases {
         let err = load_error("gcp", &text);
         for needle in needles {
             assert!(err.contains(needle), "{needle:?} not in: {err}");
         }
+        assert!(
+            !err.contains("$when.$when"),
+            "the path names $when once: {err}"
+        );
     }
 }
 
@@ -282,17 +319,13 @@ fn render_gcp(
     let secret = gcp_static_secret();
     render::render(
         &RenderInput {
-            cp: &cp,
-            shoot,
             credentials: Some(&secret),
-            kube_apiserver_replicas: None,
-            image_override: None,
-            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            certificates: &scion::secrets::Certificates::fixed(
-                SERVER_SECRET,
-                &spec.certificates(),
-                "",
-            ),
+            ..RenderInput::new(
+                &cp,
+                shoot,
+                &scion::profile::ImageVector::builtin(&cp.spec.type_),
+                &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+            )
         },
         spec,
     )
@@ -387,19 +420,12 @@ fn a_component_without_an_object_of_a_kind_renders_without_it() {
     let cp = aws_cp(None, aws_subnets());
     let shoot = shoot(&["IPv4"], false);
     let r = render::render(
-        &RenderInput {
-            cp: &cp,
-            shoot: &shoot,
-            credentials: None,
-            kube_apiserver_replicas: None,
-            image_override: None,
-            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            certificates: &scion::secrets::Certificates::fixed(
-                SERVER_SECRET,
-                &spec.certificates(),
-                "",
-            ),
-        },
+        &RenderInput::new(
+            &cp,
+            &shoot,
+            &scion::profile::ImageVector::builtin(&cp.spec.type_),
+            &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+        ),
         &spec,
     )
     .expect("renders");
@@ -426,5 +452,72 @@ fn a_component_without_an_object_of_a_kind_renders_without_it() {
         !r.all()
             .iter()
             .any(|o| o.name == "cloud-controller-manager-vpa")
+    );
+}
+
+/// A provider folder declaring a gate of its own: the components read it as
+/// a condition and as a value, with the default unless the operator sets it.
+#[test]
+fn a_folder_declares_its_extension_feature_gates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = scion::providers::builtin("gcp").expect("built-in folder");
+    for (path, text) in folder.files {
+        let file = dir.path().join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&file, text).expect("write");
+    }
+    let profile = folder.file("profile.yaml").expect("profile").to_owned()
+        + "extensionFeatureGates:\n  AcmeDebug: {default: true, description: the CCM logs at level 6}\n  AcmeOther: {default: false, description: nothing yet}\n";
+    std::fs::write(dir.path().join("profile.yaml"), profile).expect("write");
+    let ccm = gcp().replace(
+        "            - --v=2\n",
+        "            - --v=2\n            - {$when: {extensionFeatureGate: AcmeDebug}, $value: --v=6}\n            - \"--gates=${extensionFeatureGates | featureGates}\"\n",
+    );
+    std::fs::write(
+        dir.path().join("components/cloud-controller-manager.yaml"),
+        ccm,
+    )
+    .expect("write");
+    let loaded = scion::profile::Profile::load_dir(dir.path()).expect("loads");
+    assert_eq!(
+        loaded
+            .feature_gates
+            .iter()
+            .map(|g| (g.name.as_str(), g.default))
+            .collect::<Vec<_>>(),
+        [("AcmeDebug", true), ("AcmeOther", false)]
+    );
+    let spec = loaded.control_plane().expect("components").clone();
+    let cp = gcp_cp(None);
+    let secret = gcp_static_secret();
+    let shoot = provider_shoot("gcp", "europe-west1", &["IPv4"], false);
+    let images = scion::profile::ImageVector::builtin("gcp");
+    let certificates = scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), "");
+    let with = |set: &[(&str, bool)]| {
+        let set: scion::profile::GateSettings =
+            set.iter().map(|(n, on)| (n.to_string(), *on)).collect();
+        args(
+            &render::render(
+                &RenderInput {
+                    credentials: Some(&secret),
+                    feature_gates: &set,
+                    ..RenderInput::new(&cp, &shoot, &images, &certificates)
+                },
+                &spec,
+            )
+            .expect("renders"),
+        )
+    };
+    let defaults = with(&[]);
+    assert!(defaults.contains(&"--v=6".to_owned()), "{defaults:?}");
+    assert!(
+        defaults.contains(&"--gates=AcmeDebug=true,AcmeOther=false".to_owned()),
+        "{defaults:?}"
+    );
+    let set = with(&[("AcmeDebug", false), ("AcmeOther", true), ("Unknown", true)]);
+    assert!(!set.contains(&"--v=6".to_owned()), "{set:?}");
+    assert!(
+        set.contains(&"--gates=AcmeDebug=false,AcmeOther=true".to_owned()),
+        "{set:?}"
     );
 }

@@ -272,17 +272,13 @@ fn render_with(change: impl FnOnce(&mut scion::gardener::ShootContext)) -> scion
     change(&mut shoot);
     scion::render::render(
         &scion::render::RenderInput {
-            cp: &cp,
-            shoot: &shoot,
             credentials: credentials.as_ref(),
-            kube_apiserver_replicas: None,
-            certificates: &scion::secrets::Certificates::fixed(
-                "cloud-controller-manager-server-0",
-                &[],
-                "",
-            ),
-            image_override: None,
-            images: &profile.images,
+            ..scion::render::RenderInput::new(
+                &cp,
+                &shoot,
+                &profile.images,
+                &scion::secrets::Certificates::fixed("cloud-controller-manager-server-0", &[], ""),
+            )
         },
         profile.control_plane().expect("components"),
     )

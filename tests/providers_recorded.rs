@@ -65,17 +65,17 @@ fn render(provider: &str, delivery: Delivery) -> String {
     let images = ImageVector::builtin(provider);
     render_text(
         &scion::render::RenderInput {
-            cp: &cp,
-            shoot: &shoot,
             credentials: credentials.as_ref(),
-            kube_apiserver_replicas: None,
-            image_override: None,
-            images: &images,
-            certificates: &scion::secrets::Certificates::fixed(
-                SERVER_SECRET,
-                &profile.control_plane().expect("components").certificates(),
-                CA_BUNDLE,
-            ),
+            ..scion::render::RenderInput::new(
+                &cp,
+                &shoot,
+                &images,
+                &scion::secrets::Certificates::fixed(
+                    SERVER_SECRET,
+                    &profile.control_plane().expect("components").certificates(),
+                    CA_BUNDLE,
+                ),
+            )
         },
         profile.control_plane().expect("components"),
         &[],

@@ -54,13 +54,13 @@ fn render_example(profile: &Profile, objects: &str, namespace: &str) -> Rendered
     let spec = profile.control_plane().expect("controlPlane");
     render(
         &RenderInput {
-            cp: &cp,
-            shoot: &shoot,
             credentials: credentials.as_ref(),
-            kube_apiserver_replicas: None,
-            certificates: &scion::secrets::Certificates::fixed("server", &spec.certificates(), ""),
-            image_override: None,
-            images: &profile.images,
+            ..RenderInput::new(
+                &cp,
+                &shoot,
+                &profile.images,
+                &scion::secrets::Certificates::fixed("server", &spec.certificates(), ""),
+            )
         },
         spec,
     )

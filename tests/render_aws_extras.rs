@@ -65,13 +65,14 @@ fn render_with(
     };
     render::render(
         &RenderInput {
-            cp,
-            shoot,
             credentials: Some(credentials),
             kube_apiserver_replicas,
-            image_override: None,
-            images: &scion::profile::ImageVector::builtin("aws"),
-            certificates: &certificates,
+            ..RenderInput::new(
+                cp,
+                shoot,
+                &scion::profile::ImageVector::builtin("aws"),
+                &certificates,
+            )
         },
         &spec,
     )
@@ -1138,13 +1139,13 @@ fn the_webhook_certificate_is_planned_for_every_aws_shoot_and_signed_by_the_curr
     let s = shoot(&["IPv4"], false);
     let r = render::render(
         &RenderInput {
-            cp: &cp,
-            shoot: &s,
             credentials: Some(&foo_bar()),
-            kube_apiserver_replicas: None,
-            image_override: None,
-            images: &scion::profile::ImageVector::builtin("aws"),
-            certificates: &plan.certificates,
+            ..RenderInput::new(
+                &cp,
+                &s,
+                &scion::profile::ImageVector::builtin("aws"),
+                &plan.certificates,
+            )
         },
         &spec,
     )

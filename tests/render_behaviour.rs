@@ -249,17 +249,13 @@ fn image_override_wins() {
     let spec = builtin_spec("aws").expect("spec");
     let r = render::render(
         &RenderInput {
-            cp: &cp,
-            shoot: &shoot,
-            credentials: None,
-            kube_apiserver_replicas: None,
             image_override: Some("example.org/ccm:dev"),
-            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            certificates: &scion::secrets::Certificates::fixed(
-                SERVER_SECRET,
-                &spec.certificates(),
-                "",
-            ),
+            ..RenderInput::new(
+                &cp,
+                &shoot,
+                &scion::profile::ImageVector::builtin(&cp.spec.type_),
+                &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+            )
         },
         &spec,
     )
@@ -284,19 +280,12 @@ fn objects_land_in_their_managed_resources() {
     let shoot = shoot(&["IPv4"], false);
     let images = scion::profile::ImageVector::builtin("aws");
     let r = render::render(
-        &render::RenderInput {
-            cp: &cp,
-            shoot: &shoot,
-            credentials: None,
-            kube_apiserver_replicas: None,
-            image_override: None,
-            images: &images,
-            certificates: &scion::secrets::Certificates::fixed(
-                SERVER_SECRET,
-                &spec.certificates(),
-                "",
-            ),
-        },
+        &render::RenderInput::new(
+            &cp,
+            &shoot,
+            &images,
+            &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+        ),
         &spec,
     )
     .expect("renders");

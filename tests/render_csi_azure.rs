@@ -14,7 +14,7 @@ use scion::gardener::ShootContext;
 use scion::render::Rendered;
 use serde_json::{Value, json};
 use support::controller::providers::*;
-use support::controller::{NS, object, render_builtin};
+use support::controller::{NS, object, render_builtin, render_builtin_gated};
 
 const KCFG: &str = "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig/kubeconfig";
 const KCFG_DIR: &str = "/var/run/secrets/gardener.cloud/shoot/generic-kubeconfig";
@@ -935,6 +935,176 @@ fn disabling_the_remedy_controller_keeps_the_deployment_at_zero() {
         json!(1)
     );
     assert!(has(&on, "ClusterRole", &cr));
+}
+
+/// `--feature-gates` as the operator sets them.
+fn gates(pairs: &[(&str, bool)]) -> scion::profile::GateSettings {
+    pairs.iter().map(|(n, on)| (n.to_string(), *on)).collect()
+}
+
+fn gated(shoot: &ShootContext, set: &scion::profile::GateSettings) -> Rendered {
+    render_builtin_gated(
+        &azure_cp(json!({})),
+        shoot,
+        Some(&azure_wi_secret()),
+        Some(1),
+        set,
+    )
+    .expect("renders")
+}
+
+#[test]
+fn the_disable_remedy_controller_gate_disables_it_as_the_annotation_does() {
+    // provider-azure's getRemedyControllerChartValues: the gate
+    // DisableRemedyController (pkg/features, alpha, default false) or the
+    // annotation "true" give {enabled: true, replicas: 0}, and the shoot
+    // chart's remedy sub-chart is not rendered.
+    let plain = azure_shoot(&["IPv4"], false);
+    let on = gated(&plain, &gates(&[("DisableRemedyController", true)]));
+    let d = object(&on, "Deployment", "remedy-controller-azure");
+    assert_eq!(d["spec"]["replicas"], json!(0));
+    assert_eq!(
+        d["spec"]["template"]["metadata"]["annotations"]
+            .as_object()
+            .expect("annotations")
+            .keys()
+            .collect::<Vec<_>>(),
+        ["checksum/configmap-remedy-controller-azure-config"],
+        "no config checksum"
+    );
+    assert_eq!(
+        names(&d["spec"]["template"]["spec"]["volumes"]),
+        ["kubeconfig", "config", "cloud-provider-config"],
+        "no workload identity"
+    );
+    assert!(!has(&on, "PrometheusRule", "shoot-remedy-controller-azure"));
+    let cr = format!("{P}remedy-controller-azure");
+    assert!(!has(&on, "ClusterRole", &cr) && !has(&on, "ClusterRoleBinding", &cr));
+    // the same objects, byte for byte, as with the annotation
+    let annotated = gated(
+        &annotated(&[("disable-remedy-controller", "true")]),
+        &gates(&[]),
+    );
+    assert_eq!(on.all(), annotated.all());
+    // both together are no different
+    let both = gated(
+        &self::annotated(&[("disable-remedy-controller", "true")]),
+        &gates(&[("DisableRemedyController", true)]),
+    );
+    assert_eq!(both.all(), annotated.all());
+}
+
+#[test]
+fn the_gate_off_or_unset_changes_nothing() {
+    let plain = azure_shoot(&["IPv4"], false);
+    let unset = gated(&plain, &gates(&[]));
+    assert_eq!(
+        object(&unset, "Deployment", "remedy-controller-azure")["spec"]["replicas"],
+        json!(1)
+    );
+    assert!(has(
+        &unset,
+        "PrometheusRule",
+        "shoot-remedy-controller-azure"
+    ));
+    assert_eq!(
+        gated(&plain, &gates(&[("DisableRemedyController", false)])).all(),
+        unset.all()
+    );
+    // a gate azure does not declare (another provider's, or a part scion
+    // does not run) has no effect
+    assert_eq!(
+        gated(&plain, &gates(&[("MTUCustomizer", true)])).all(),
+        unset.all()
+    );
+    // the last value of a gate set twice wins (component-base's map)
+    let twice = scion::profile::featuregates::settings(&[
+        ("DisableRemedyController".to_owned(), true),
+        ("DisableRemedyController".to_owned(), false),
+    ]);
+    assert_eq!(gated(&plain, &twice).all(), unset.all());
+}
+
+#[test]
+fn the_health_checks_skip_the_remedy_controller_under_the_gate() {
+    use scion::profile::{Facts, FeatureGates};
+    // pkg/controller/healthcheck/add.go: the CCM, both CSI controllers, the
+    // remedy controller (pre-check: gate off and annotation not "true") and
+    // the snapshot controller.
+    let spec = support::controller::builtin_spec("azure").expect("azure");
+    let checked = |shoot: &ShootContext, set: &scion::profile::GateSettings| -> Vec<String> {
+        let gates = FeatureGates::resolve(&spec.feature_gates, set);
+        let facts = Facts {
+            feature_gates: Some(&gates),
+            ..Facts::of_shoot(shoot)
+        };
+        spec.health_checks()
+            .into_iter()
+            .filter(|d| d.when.as_ref().is_none_or(|c| c.eval(&facts).unwrap()))
+            .map(|d| d.name)
+            .collect()
+    };
+    let all = [
+        "cloud-controller-manager",
+        "csi-driver-controller-disk",
+        "csi-driver-controller-file",
+        "csi-snapshot-controller",
+        "remedy-controller-azure",
+    ];
+    let plain = azure_shoot(&["IPv4"], false);
+    assert_eq!(checked(&plain, &gates(&[])), all);
+    assert_eq!(
+        checked(&plain, &gates(&[("DisableRemedyController", false)])),
+        all
+    );
+    let skipped: Vec<&str> = all
+        .into_iter()
+        .filter(|d| *d != "remedy-controller-azure")
+        .collect();
+    assert_eq!(
+        checked(&plain, &gates(&[("DisableRemedyController", true)])),
+        skipped
+    );
+    // Under the annotation the check stays and passes: the Deployment has 0
+    // replicas (the condition language tests annotations with ParseBool,
+    // upstream with "true" exactly).
+    assert_eq!(
+        checked(
+            &annotated(&[("disable-remedy-controller", "true")]),
+            &gates(&[])
+        ),
+        all
+    );
+    // the caches and the RBAC cover it whatever the gate
+    assert!(
+        spec.health_deployments()
+            .contains(&"remedy-controller-azure")
+    );
+}
+
+#[test]
+fn azure_declares_upstreams_gate_and_validate_shows_it() {
+    // pkg/features/features.go: DisableRemedyController, alpha, default false.
+    let profile = scion::profile::Profile::builtin("azure").expect("azure");
+    let declared: Vec<(&str, bool)> = profile
+        .feature_gates
+        .iter()
+        .map(|g| (g.name.as_str(), g.default))
+        .collect();
+    assert_eq!(declared, [("DisableRemedyController", false)]);
+    let summary = scion::cli::validate::summary(&profile);
+    assert!(
+        summary.contains("  extension feature gate DisableRemedyController (default false): remedy-controller-azure as with"),
+        "{summary}"
+    );
+    // no other built-in provider declares one (their gates concern parts
+    // scion does not run)
+    for other in scion::profile::BUILTIN_PROVIDERS {
+        if *other != "azure" {
+            let p = scion::profile::Profile::builtin(other).expect("built in");
+            assert!(p.feature_gates.is_empty(), "{other}");
+        }
+    }
 }
 
 #[test]

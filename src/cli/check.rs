@@ -83,6 +83,10 @@ pub struct CheckArgs {
     /// The extension's settings that change answers, as it is configured.
     #[command(flatten)]
     pub engine: super::engine::EngineArgs,
+    /// The extension feature gates the extension runs with (the ControlPlane
+    /// renders honour the ones the provider declares).
+    #[command(flatten)]
+    pub gates: super::gates::FeatureGateArgs,
 }
 
 /// What scion would do to one object.
@@ -1005,6 +1009,13 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         return Ok(EXIT_MATCHES);
     }
     let profile = args.provider.profile()?;
+    for gate in args.gates.undeclared(&profile.feature_gates) {
+        eprintln!(
+            "warning: feature gate {gate} has no effect: provider {} declares no such extension feature gate",
+            profile.provider
+        );
+    }
+    let gates = args.gates.settings();
     let engine = args.engine.engine(profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -1022,7 +1033,7 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
             }),
             guard: Some(guard),
         };
-        check_seed_with(client, &engine, args.namespace.as_deref(), &watch).await
+        check_seed_with(client, &engine, &gates, args.namespace.as_deref(), &watch).await
     })?;
     match args.output {
         CheckOutput::Table => out.write_all(report.table().as_bytes())?,
@@ -1056,13 +1067,22 @@ pub async fn check_seed(
     engine: &Engine,
     only: Option<&str>,
 ) -> anyhow::Result<Report> {
-    check_seed_with(client, engine, only, &Watch::silent()).await
+    check_seed_with(
+        client,
+        engine,
+        &crate::profile::GateSettings::new(),
+        only,
+        &Watch::silent(),
+    )
+    .await
 }
 
-/// [`check_seed`] with progress and a [`Guard`] that can stop it.
+/// [`check_seed`] with the operator's extension feature gates, progress and
+/// a [`Guard`] that can stop it.
 pub async fn check_seed_with(
     client: kube::Client,
     engine: &Engine,
+    feature_gates: &crate::profile::GateSettings,
     only: Option<&str>,
     watch: &Watch,
 ) -> anyhow::Result<Report> {
@@ -1108,6 +1128,7 @@ pub async fn check_seed_with(
                 Arc::new(spec.clone()),
             );
             actuator.images = Arc::new(images);
+            actuator.feature_gates = feature_gates.clone();
             Some(actuator)
         }
         // A profile without components runs no ControlPlane controller.

@@ -5,6 +5,7 @@ pub mod certs;
 pub mod check;
 pub mod engine;
 pub mod explain;
+pub mod gates;
 pub mod images;
 pub mod logging;
 pub mod manifests;

@@ -51,6 +51,9 @@ pub struct RenderArgs {
     /// them, instead of the objects they carry.
     #[arg(long, env = "SCION_MANAGED_RESOURCES")]
     pub managed_resources: bool,
+    /// The extension feature gates the controller runs with.
+    #[command(flatten)]
+    pub gates: super::gates::FeatureGateArgs,
 }
 
 /// What `render` prints on stderr for a placeholder certificate Secret.
@@ -102,6 +105,12 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         );
     };
     let spec = profile.control_plane()?;
+    for gate in args.gates.undeclared(&profile.feature_gates) {
+        eprintln!(
+            "warning: feature gate {gate} has no effect: provider {provider} declares no such extension feature gate"
+        );
+    }
+    let feature_gates = args.gates.settings();
     let images = super::provider::images(&profile)?;
     let existing = certificate_secrets(&objects, &provider, namespace);
     let certificates = offline_certificates(
@@ -114,13 +123,11 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
     )?;
     let (text, unhonoured) = render_with_warnings(
         &RenderInput {
-            cp: &cp,
-            shoot: &shoot,
             credentials: Some(&credentials),
             kube_apiserver_replicas: args.kube_apiserver_replicas,
             image_override: args.ccm_image.as_deref(),
-            images: &images,
-            certificates: &certificates.certificates,
+            feature_gates: &feature_gates,
+            ..RenderInput::new(&cp, &shoot, &images, &certificates.certificates)
         },
         spec,
         &certificates.create,

@@ -68,6 +68,12 @@ pub fn summary(profile: &Profile) -> String {
             }
         ));
     }
+    for gate in &profile.feature_gates {
+        text.push_str(&format!(
+            "  extension feature gate {} (default {}): {}\n",
+            gate.name, gate.default, gate.description
+        ));
+    }
     match &profile.control_plane {
         None => text.push_str("  control plane: none (the ControlPlane controller does not run)\n"),
         Some(plane) => {

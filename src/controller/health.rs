@@ -93,8 +93,8 @@ use super::extension::Extension;
 use super::extension::operation;
 use crate::gardener::managedresource::Condition;
 use crate::gardener::{ControlPlane, ManagedResource, ShootContext};
-use crate::profile::Facts;
 use crate::profile::component::{HealthDeployment, HealthEvents};
+use crate::profile::{Facts, FeatureGates};
 use crate::state::StateSource;
 
 pub mod shoot;
@@ -117,6 +117,9 @@ pub struct HealthChecks {
     /// Deployments checked, in order (the components' `health.deployments`;
     /// one with a condition only for the shoots it holds for).
     pub deployments: Vec<HealthDeployment>,
+    /// The provider's extension feature gates with their values, which the
+    /// Deployments' conditions may ask about (`extensionFeatureGate`).
+    pub feature_gates: FeatureGates,
     /// ManagedResources checked, in order.
     pub managed_resources: Vec<String>,
     /// The Event checks in the shoots (the components' `health.events`).
@@ -486,7 +489,10 @@ impl HealthChecks {
         shoot: &ShootContext,
         caches: &Caches,
     ) -> (Vec<Check>, Vec<Planned<'s>>, Vec<Check>) {
-        let facts = Facts::of_shoot(shoot);
+        let facts = Facts {
+            feature_gates: Some(&self.feature_gates),
+            ..Facts::of_shoot(shoot)
+        };
         let mut checks = Vec::new();
         // the Deployments checked for this shoot, with their results
         let mut checked: Vec<(&str, usize)> = Vec::new();

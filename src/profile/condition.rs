@@ -15,6 +15,7 @@
 //! | `vpaEnabled: true\|false` | the shoot wants a VerticalPodAutoscaler (`spec.kubernetes.verticalPodAutoscaler.enabled`) |
 //! | `workloadIdentity: true\|false` | the credentials Secret counts as workload identity (only where the credentials are read: components) |
 //! | `annotation: <key>` | the shoot annotation parses as true (Go's `strconv.ParseBool`) |
+//! | `extensionFeatureGate: <Name>` | (components and their health checks) the provider's extension feature gate is on: the operator's `--feature-gates` value, else the declared default ([`super::featuregates`]) |
 //! | `kubelet: "<range>"` | (OperatingSystemConfig rules) the pool's kubelet version is in the range |
 //! | `configMapExists: {name, namespace?}` | (OperatingSystemConfig rules) the ConfigMap exists, in the object's namespace or the shoot's `technicalID` |
 //! | `infrastructureConfig`, `controlPlaneConfig`, `cloudProfileConfig: {path, equals \| notFalse: true}` | a field of the shoot's InfrastructureConfig, ControlPlaneConfig or the CloudProfile's providerConfig, by dotted path, equals the value / is absent, null or anything but `false` |
@@ -34,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::component::expr::Expr;
+use super::featuregates::FeatureGates;
 use super::version::VersionRange;
 use crate::gardener::ShootContext;
 
@@ -65,6 +67,9 @@ pub struct Facts<'a> {
     pub config_maps: Option<&'a BTreeSet<(NamespaceRef, String)>>,
     /// The values of the component language; `None` outside components.
     pub values: Option<&'a dyn ValueLookup>,
+    /// The provider's extension feature gates with their values; `None`
+    /// where they are not known (the webhooks' rules).
+    pub feature_gates: Option<&'a FeatureGates>,
 }
 
 /// Where a `value` condition finds its values (a component being rendered).
@@ -90,6 +95,7 @@ impl<'a> Facts<'a> {
             kubelet: None,
             config_maps: None,
             values: None,
+            feature_gates: None,
         }
     }
 }
@@ -247,6 +253,8 @@ pub enum Condition {
     Is(Fact, bool),
     /// The shoot annotation parses as true (Go's strconv.ParseBool).
     AnnotationTrue(String),
+    /// The provider's extension feature gate is on.
+    FeatureGate(String),
     /// The worker pool's kubelet version is in the range.
     Kubelet(VersionRange),
     /// The ConfigMap exists.
@@ -295,10 +303,13 @@ pub enum Place {
     /// A rule of the `operatingsystemconfig` component (knows the pool's
     /// kubelet version and the ConfigMaps its conditions name).
     Osc,
+    /// A component's `health.deployments` entry (the shoot's facts and the
+    /// extension feature gates; no credentials, no component values).
+    Health,
 }
 
 /// The keys a condition map may have, in the order they are combined.
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 19] = [
     "kubernetes",
     "workerKubernetes",
     "kubelet",
@@ -309,6 +320,7 @@ const KEYS: [&str; 18] = [
     "workloadIdentity",
     "vpaEnabled",
     "annotation",
+    "extensionFeatureGate",
     "configMapExists",
     "infrastructureConfig",
     "controlPlaneConfig",
@@ -373,6 +385,10 @@ impl Condition {
             },
             Condition::Is(fact, want) => fact.eval(facts)? == *want,
             Condition::AnnotationTrue(key) => shoot.annotation_is_true(key),
+            Condition::FeatureGate(name) => facts
+                .feature_gates
+                .ok_or(ConditionError::Unknown("extensionFeatureGate"))?
+                .enabled(name),
             Condition::Kubelet(range) => {
                 range.contains(facts.kubelet.ok_or(ConditionError::Unknown("kubelet"))?)
             }
@@ -453,6 +469,9 @@ impl Condition {
                     .map(String::as_str)
                     .unwrap_or("<unset>"),
             ),
+            Condition::FeatureGate(name) => {
+                format!("extension feature gate {name} is on: {verdict}")
+            }
             Condition::Kubelet(range) => format!(
                 "kubelet {} in \"{range}\": {verdict}",
                 facts
@@ -542,6 +561,19 @@ impl Condition {
         }
     }
 
+    /// The extension feature gates `extensionFeatureGate` asks about,
+    /// appended to `out` (checked against the declared ones at load).
+    pub fn feature_gates<'c>(&'c self, out: &mut Vec<&'c str>) {
+        match self {
+            Condition::FeatureGate(name) => out.push(name),
+            Condition::All(list) | Condition::Any(list) => {
+                list.iter().for_each(|c| c.feature_gates(out));
+            }
+            Condition::Not(c) => c.feature_gates(out),
+            _ => {}
+        }
+    }
+
     /// The ConfigMaps `configMapExists` asks about, appended to `out`.
     pub fn config_maps(&self, out: &mut Vec<(NamespaceRef, String)>) {
         match self {
@@ -568,6 +600,9 @@ impl Condition {
             }
             Condition::AnnotationTrue(_) => {
                 out.insert("annotation");
+            }
+            Condition::FeatureGate(_) => {
+                out.insert("extensionFeatureGate");
             }
             Condition::Kubelet(_) => {
                 out.insert("kubelet");
@@ -620,6 +655,21 @@ fn compile_key(key: &str, v: &Value, field: &str, place: Place) -> Result<Condit
     }
     if let Some(config) = Config::ALL.into_iter().find(|c| c.key() == key) {
         return compile_field(config, v, field);
+    }
+    if key == "extensionFeatureGate" {
+        if !matches!(place, Place::Component | Place::Health) {
+            return invalid(
+                "is only known in control-plane components and their health checks; \
+                 the webhooks' rules do not read the extension feature gates"
+                    .into(),
+            );
+        }
+        return match v {
+            Value::String(name) if !name.is_empty() => Ok(Condition::FeatureGate(name.clone())),
+            other => invalid(format!(
+                "must name a gate of the profile's extensionFeatureGates, not {other}"
+            )),
+        };
     }
     if key == "value" {
         if place != Place::Component {
@@ -861,6 +911,62 @@ mod tests {
         let (field, _) =
             compile(json!({"infrastructureConfig": {"path": "a..b", "equals": 1}})).unwrap_err();
         assert_eq!(field, "when.infrastructureConfig.path");
+    }
+
+    #[test]
+    fn extension_feature_gates_are_asked_where_they_are_known() {
+        use crate::profile::featuregates::{FeatureGate, FeatureGates, GateSettings};
+        let health = Condition::compile(
+            &json!({"not": {"extensionFeatureGate": "G"}}),
+            "when",
+            Place::Health,
+        )
+        .unwrap();
+        let mut asked = Vec::new();
+        health.feature_gates(&mut asked);
+        assert_eq!(asked, ["G"]);
+        let (field, message) = compile(json!({"extensionFeatureGate": "G"})).unwrap_err();
+        assert_eq!(field, "when.extensionFeatureGate");
+        assert!(
+            message.contains("only known in control-plane components"),
+            "{message}"
+        );
+        let (field, _) = Condition::compile(
+            &json!({"extensionFeatureGate": true}),
+            "when",
+            Place::Component,
+        )
+        .unwrap_err();
+        assert_eq!(field, "when.extensionFeatureGate");
+        let (_, message) = Condition::compile(
+            &json!({"value": {"of": "x", "equals": 1}}),
+            "when",
+            Place::Health,
+        )
+        .unwrap_err();
+        assert!(message.contains("only known in components"), "{message}");
+        let shoot = ShootContext::new("ns", semver::Version::new(1, 33, 0));
+        let declared = [FeatureGate {
+            name: "G".into(),
+            default: false,
+            description: "g".into(),
+        }];
+        let eval = |set: &[(&str, bool)]| {
+            let set: GateSettings = set.iter().map(|(n, on)| (n.to_string(), *on)).collect();
+            let gates = FeatureGates::resolve(&declared, &set);
+            let facts = Facts {
+                feature_gates: Some(&gates),
+                ..Facts::of_shoot(&shoot)
+            };
+            (health.eval(&facts).unwrap(), health.explain(&facts))
+        };
+        assert!(eval(&[]).0, "default off: not(off)");
+        let (on, why) = eval(&[("G", true)]);
+        assert!(!on);
+        assert_eq!(why, "not(extension feature gate G is on: yes): no");
+        // where the gates are unknown, asking is an error, never a guess
+        let unknown = health.eval(&Facts::of_shoot(&shoot)).unwrap_err();
+        assert_eq!(unknown, ConditionError::Unknown("extensionFeatureGate"));
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct ControlPlaneSpec {
     /// Which ControlPlaneConfig and Cluster settings the components honour
     /// (`options.yaml`, [`super::options`]).
     pub options: super::options::OptionSpec,
+    /// The provider's extension feature gates (the profile's
+    /// `extensionFeatureGates`, copied here for the render and the health checks).
+    pub feature_gates: Vec<super::FeatureGate>,
 }
 
 impl ControlPlaneSpec {

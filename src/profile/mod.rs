@@ -12,6 +12,7 @@
 //! | `targets.rs` | the components rules apply to ([`TARGETS`]) and where actions write ([`Place`], [`Action::touches`]) |
 //! | `condition.rs` | the condition language ([`Condition`], evaluated over [`Facts`]) |
 //! | `version.rs` | the version syntax ([`VersionRange`]) |
+//! | `featuregates.rs` | the extension feature gates a provider declares and their values ([`FeatureGates`]) |
 //! | `osc.rs` | the OperatingSystemConfig actions (kubelet flag, unit option, kubelet config field, sysctl line, unit, file) |
 //! | `seed.rs` | the `cloudprovider` Secret and Etcd actions |
 //! | `controlplane.rs` | the `controlPlane:` section ([`ControlPlaneSpec`]): the components the ControlPlane controller renders |
@@ -27,6 +28,7 @@ mod actions;
 pub mod component;
 mod condition;
 pub mod controlplane;
+pub mod featuregates;
 pub mod imagevector;
 pub mod options;
 pub mod osc;
@@ -49,6 +51,7 @@ pub use condition::{
     Condition, ConditionError, Config, Fact, Facts, FieldTest, ValueLookup, ValueTest,
 };
 pub use controlplane::{CodeRef, ControlPlaneSpec};
+pub use featuregates::{FeatureGate, FeatureGates, GateSettings};
 pub use imagevector::{FindOptions, ImageVector, ImageVectorError};
 pub use options::{OptionSpec, Unhonoured};
 pub use targets::{
@@ -86,6 +89,9 @@ pub struct Profile {
     /// (`kubeletLibrary: "0.35"`): which KubeletConfiguration fields survive
     /// a re-encode. Default: the newest scion knows.
     pub kubelet_library: u32,
+    /// The extension feature gates the provider knows
+    /// (`extensionFeatureGates:`), in name order.
+    pub feature_gates: Vec<FeatureGate>,
 }
 
 /// One named rule.
@@ -158,6 +164,9 @@ struct ProfileFile {
     /// The k8s.io/kubelet minor of the provider's Go extension, e.g. "0.35".
     #[serde(default)]
     kubelet_library: Option<String>,
+    /// The Go extension's feature gates the folder knows, by name.
+    #[serde(default)]
+    extension_feature_gates: BTreeMap<String, featuregates::FeatureGateFile>,
 }
 
 /// A rule as written.
@@ -402,6 +411,73 @@ components:
       actions: [{bogusAction: {}}]
 "#);
         assert!(e.contains("bogusAction"), "{e}");
+    }
+
+    #[test]
+    fn extension_feature_gates_are_declared_with_a_default_and_a_meaning() {
+        let p = Profile::from_yaml(
+            "x.yaml",
+            "provider: x\nextensionFeatureGates:\n  Zeta: {default: true, description: z}\n  Alpha: {default: false, description: a}\n",
+        )
+        .unwrap();
+        let names: Vec<(&str, bool)> = p
+            .feature_gates
+            .iter()
+            .map(|g| (g.name.as_str(), g.default))
+            .collect();
+        assert_eq!(names, [("Alpha", false), ("Zeta", true)]);
+        assert!(
+            Profile::from_yaml("x.yaml", "provider: x\n")
+                .unwrap()
+                .feature_gates
+                .is_empty()
+        );
+        let e = err(
+            "provider: x\nextensionFeatureGates: {Bad-Name: {default: false, description: x}}\n",
+        );
+        assert!(
+            e.starts_with("x.yaml: field extensionFeatureGates.Bad-Name: a gate name is"),
+            "{e}"
+        );
+        let e = err("provider: x\nextensionFeatureGates: {G: {default: maybe, description: x}}\n");
+        assert!(
+            e.starts_with("x.yaml: field extensionFeatureGates.G.default: "),
+            "{e}"
+        );
+        let e = err("provider: x\nextensionFeatureGates: {G: {description: x}}\n");
+        assert!(
+            e.starts_with("x.yaml: field extensionFeatureGates.G: ") && e.contains("default"),
+            "{e}"
+        );
+        let e = err(
+            "provider: x\nextensionFeatureGates: {G: {default: true, description: x, preRelease: Alpha}}\n",
+        );
+        assert!(
+            e.starts_with("x.yaml: field extensionFeatureGates.G") && e.contains("preRelease"),
+            "{e}"
+        );
+        let e =
+            err("provider: x\nextensionFeatureGates: {G: {default: true, description: \"\"}}\n");
+        assert!(
+            e.starts_with(
+                "x.yaml: field extensionFeatureGates.G.description: must say in one line"
+            ),
+            "{e}"
+        );
+        // the webhooks' rules do not read them
+        let e = err(r#"
+provider: x
+extensionFeatureGates: {G: {default: true, description: x}}
+components:
+  kube-apiserver:
+    - name: gated
+      when: {extensionFeatureGate: G}
+      actions: [{removeFlag: {flag: "--x="}}]
+"#);
+        assert!(
+            e.contains(r#"rule "gated": field when.extensionFeatureGate: is only known in control-plane components"#),
+            "{e}"
+        );
     }
 
     #[test]

@@ -305,6 +305,7 @@ mod tests {
                 kubelet: None,
                 config_maps: None,
                 values: None,
+                feature_gates: None,
             }
         }
     }
@@ -352,6 +353,7 @@ mod tests {
             images: &crate::profile::ImageVector::default(),
             code: None,
             secrets: &[],
+            feature_gates: &[],
         };
         Component::parse("components/crc.yaml", text, &known).unwrap()
     }

@@ -159,6 +159,9 @@ pub(super) fn compile(
                 .into(),
         ));
     }
+    let feature_gates =
+        super::featuregates::compile(std::mem::take(&mut raw.extension_feature_gates))
+            .map_err(|(f, message)| field(&f, message))?;
     let control_plane = match raw.control_plane.take() {
         None => None,
         Some(section) => Some(control_plane(
@@ -167,6 +170,7 @@ pub(super) fn compile(
             section,
             code,
             &images,
+            &feature_gates,
             files,
         )?),
     };
@@ -179,6 +183,7 @@ pub(super) fn compile(
         images,
         control_plane,
         kubelet_library,
+        feature_gates,
     })
 }
 
@@ -197,8 +202,10 @@ fn control_plane(
     section: ControlPlaneFile,
     code: Option<CodeRef>,
     images: &ImageVector,
+    feature_gates: &[super::FeatureGate],
     files: &DataFiles<'_>,
 ) -> Result<ControlPlaneSpec, ProfileError> {
+    let gate_names: Vec<&str> = feature_gates.iter().map(|g| g.name.as_str()).collect();
     let shared_files = |name: &str| {
         crate::providers::shared::file(name)
             .map(str::to_string)
@@ -226,6 +233,7 @@ fn control_plane(
             images,
             code: code.map(|c| c.0),
             secrets: &[crate::secrets::SERVER_CONFIG],
+            feature_gates: &gate_names,
         };
         let path = format!("components/{name}.yaml");
         let text = folder_files(&path).map_err(|m| ProfileError::Field {
@@ -296,6 +304,7 @@ fn control_plane(
             .ccm_image
             .unwrap_or_else(|| DEFAULT_CCM_IMAGE.to_string()),
         components,
+        feature_gates: feature_gates.to_vec(),
     })
 }
 

@@ -13,8 +13,10 @@
 //!
 //! The values components read are computed here ([`ROOTS`] lists them):
 //! replicas as Gardener's `GetControlPlaneReplicas`, images from the vector
-//! by the shoot's Kubernetes version, the credentials' checksum, and the
-//! values the provider's Rust computes (`code.<name>`), each once per render.
+//! by the shoot's Kubernetes version, the credentials' checksum, the
+//! extension feature gates (the declared defaults under the operator's
+//! settings), and the values the provider's Rust computes (`code.<name>`),
+//! each once per render.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -26,7 +28,9 @@ use crate::gardener::{CLUSTER_SCOPED_KINDS, ControlPlane, Gvk, ObjectData, SECRE
 use crate::profile::component::expr::Expr;
 use crate::profile::component::template::{walk, walk_ref};
 use crate::profile::component::{ComponentError, Destination, ROOTS, Roots};
-use crate::profile::{ControlPlaneSpec, Facts, FindOptions, ImageVector};
+use crate::profile::{
+    ControlPlaneSpec, Facts, FeatureGates, FindOptions, GateSettings, ImageVector,
+};
 use crate::providers::{CodeError, CodeInput};
 use crate::secrets::Certificates;
 
@@ -84,6 +88,36 @@ pub struct RenderInput<'a> {
     /// The image vector the components' image names resolve in (by the
     /// shoot's Kubernetes version).
     pub images: &'a ImageVector,
+    /// The operator's extension feature gates (`--feature-gates`); the
+    /// render applies them over the gates the profile declares.
+    pub feature_gates: &'a GateSettings,
+}
+
+/// No feature gate set: every declared gate at its default.
+static NO_GATES: GateSettings = GateSettings::new();
+
+impl<'a> RenderInput<'a> {
+    /// The input for `cp` and its shoot with nothing else known: no
+    /// credentials Secret, kube-apiserver scaled down (read only while
+    /// hibernated), no image override, no feature gate set. Set the rest
+    /// with struct update syntax.
+    pub fn new(
+        cp: &'a ControlPlane,
+        shoot: &'a ShootContext,
+        images: &'a ImageVector,
+        certificates: &'a Certificates,
+    ) -> Self {
+        RenderInput {
+            cp,
+            shoot,
+            credentials: None,
+            kube_apiserver_replicas: None,
+            certificates,
+            image_override: None,
+            images,
+            feature_gates: &NO_GATES,
+        }
+    }
 }
 
 /// One rendered object.
@@ -221,6 +255,7 @@ pub fn render(input: &RenderInput<'_>, plane: &ControlPlaneSpec) -> Result<Rende
         plane,
         replicas,
         workload_identity: uses_workload_identity(plane, input.credentials),
+        feature_gates: FeatureGates::resolve(&plane.feature_gates, input.feature_gates),
         secret_data: match input.credentials {
             Some(ObjectData::Secret { data, .. }) => data.as_ref(),
             _ => None,
@@ -308,6 +343,8 @@ struct RenderRoots<'a> {
     plane: &'a ControlPlaneSpec,
     replicas: i32,
     workload_identity: bool,
+    /// The declared gates with their values for this render.
+    feature_gates: FeatureGates,
     secret_data: Option<&'a BTreeMap<String, Vec<u8>>>,
     /// The provider's values, computed once per render (errors too).
     code_values: RefCell<BTreeMap<String, Result<Value, String>>>,
@@ -458,6 +495,7 @@ impl Roots for RenderRoots<'_> {
                 })
             }
             "code" => return self.code(named()?).map(|v| walk(&v, &rest[1..])),
+            "extensionFeatureGates" => self.feature_gates.to_value(),
             "annotations" => {
                 return Ok(rest
                     .first()
@@ -508,6 +546,7 @@ impl Roots for RenderRoots<'_> {
             kubelet: None,
             config_maps: None,
             values: None,
+            feature_gates: Some(&self.feature_gates),
         }
     }
 }
@@ -557,27 +596,21 @@ mod tests {
         let shoot = ShootContext::new("ns", semver::Version::new(1, 33, 0));
         let images = ImageVector::default();
         let certificates = Certificates::fixed("srv", &[], "");
-        let input = RenderInput {
-            cp: &cp,
-            shoot: &shoot,
-            credentials: None,
-            kube_apiserver_replicas: None,
-            certificates: &certificates,
-            image_override: None,
-            images: &images,
-        };
+        let input = RenderInput::new(&cp, &shoot, &images, &certificates);
         let plane = ControlPlaneSpec {
             provider: "x".into(),
             code: None,
             ccm_image: "ccm".into(),
             components: Vec::new(),
             options: Default::default(),
+            feature_gates: Vec::new(),
         };
         let roots = RenderRoots {
             input: &input,
             plane: &plane,
             replicas: 1,
             workload_identity: false,
+            feature_gates: FeatureGates::default(),
             secret_data: None,
             code_values: RefCell::new(BTreeMap::new()),
             code_error: RefCell::new(None),

@@ -325,6 +325,8 @@ pub struct ControllerSettings {
     pub provider: String,
     pub spec: ControlPlaneSpec,
     pub images: ImageVector,
+    /// The operator's extension feature gates (`--feature-gates`).
+    pub feature_gates: crate::profile::GateSettings,
     pub ignore_operation_annotation: bool,
     /// `--controlplane-max-concurrent-reconciles`.
     pub concurrency: u16,
@@ -346,6 +348,7 @@ pub fn controller_context(
         Arc::new(settings.spec),
     );
     actuator.images = Arc::new(settings.images);
+    actuator.feature_gates = settings.feature_gates;
     let mut reconciler = ControlPlaneReconciler::new(client, state, settings.provider, actuator);
     reconciler.ignore_operation_annotation = settings.ignore_operation_annotation;
     reconciler.concurrency = settings.concurrency;
@@ -376,6 +379,10 @@ pub fn health_checks(
         classes: reconciler.classes.clone(),
         period,
         deployments: reconciler.actuator.spec.health_checks(),
+        feature_gates: crate::profile::FeatureGates::resolve(
+            &reconciler.actuator.spec.feature_gates,
+            &reconciler.actuator.feature_gates,
+        ),
         managed_resources,
         events: reconciler.actuator.spec.health_events(),
         // Gardener's switch for extensions running outside the seed

@@ -68,37 +68,14 @@ pub struct GoExtensionFlags {
     /// Webhooks not to register (cloudprovider, controlplane, seedprovider; `*` for all).
     #[arg(long, env = "SCION_DISABLE_WEBHOOKS", value_name = "LIST", value_delimiter = ',', num_args = 0..=1, default_value = "")]
     pub disable_webhooks: Vec<String>,
-    /// The Go extensions' feature gates, `Name=true|false,…`. scion implements
-    /// none of them; each given one is logged at start as having no effect.
-    #[arg(long, env = "SCION_FEATURE_GATES", value_name = "GATES", value_delimiter = ',', value_parser = parse_gate)]
-    pub feature_gates: Vec<(String, bool)>,
+    #[command(flatten)]
+    pub gates: crate::cli::gates::FeatureGateArgs,
     /// Kubernetes API requests per second, sustained.
     #[arg(long, env = "SCION_KUBE_API_QPS", value_name = "QPS", default_value_t = 100.0, value_parser = parse_qps)]
     pub kube_api_qps: f64,
     /// Kubernetes API requests allowed in a burst above the QPS.
     #[arg(long, env = "SCION_KUBE_API_BURST", value_name = "N", default_value_t = 130, value_parser = clap::value_parser!(u32).range(1..))]
     pub kube_api_burst: u32,
-}
-
-/// One `Name=bool` of `--feature-gates`, as component-base reads it.
-fn parse_gate(value: &str) -> Result<(String, bool), String> {
-    let (name, on) = value
-        .split_once('=')
-        .ok_or_else(|| format!("{value:?} is not Name=true or Name=false"))?;
-    let on = match on.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "t" => true,
-        "false" | "0" | "f" => false,
-        _ => {
-            return Err(format!(
-                "{value:?}: the value of a feature gate is true or false"
-            ));
-        }
-    };
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(format!("{value:?} has no gate name"));
-    }
-    Ok((name.to_owned(), on))
 }
 
 fn parse_service_port(value: &str) -> Result<u16, String> {
@@ -256,10 +233,14 @@ mod tests {
         let f = parse(&["--ignore-operation-annotation=false"]).unwrap();
         assert!(!f.ignore_operation_annotation);
         assert!(parse(&["--webhook-config-service-port=443"]).is_ok());
-        let gates = parse(&["--feature-gates=MTUCustomizer=true,B=false"]).unwrap();
+        let gates = parse(&[
+            "--feature-gates=MTUCustomizer=true,B=false,",
+            "--feature-gates=B=true",
+        ])
+        .unwrap();
         assert_eq!(
-            gates.feature_gates,
-            [("MTUCustomizer".to_owned(), true), ("B".to_owned(), false)]
+            gates.gates.settings(),
+            [("MTUCustomizer".to_owned(), true), ("B".to_owned(), true)].into()
         );
         assert!(parse(&["--feature-gates=MTUCustomizer"]).is_err());
         assert!(parse(&["--feature-gates=A=yes"]).is_err());

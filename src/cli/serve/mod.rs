@@ -302,6 +302,7 @@ fn leader_work(
                 provider: provider.clone(),
                 spec,
                 images: images.clone(),
+                feature_gates: args.go.gates.settings(),
                 ignore_operation_annotation: args.go.ignore_operation_annotation,
                 concurrency: args.go.controlplane_max_concurrent_reconciles,
                 metrics: Some(ControllerMetrics::register(&mut metrics.registry())),
@@ -403,6 +404,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let readiness = Readiness::new();
     let metrics = Metrics::new();
     let profile = args.provider.profile()?;
+    log_feature_gates(&args, &profile.feature_gates);
     let images = super::provider::images(&profile)?;
     let limit = components::ClientLimit {
         qps: args.go.kube_api_qps,
@@ -487,13 +489,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// The first line of `serve`: what it runs with. Unset options are left out
 /// (tracing records no field for `None`), paths are written as paths.
 fn start_line(args: &ServeArgs) {
-    for (gate, on) in &args.go.feature_gates {
-        tracing::warn!(
-            gate = gate.as_str(),
-            enabled = *on,
-            "feature gate has no effect: scion implements none of the Go extensions' feature gates (they belong to the infrastructure, worker, backup and seed parts scion does not run)"
-        );
-    }
     let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     let (profile, objects_dir) = (path(&args.provider.profile), path(&args.objects_dir));
     tracing::info!(
@@ -509,6 +504,29 @@ fn start_line(args: &ServeArgs) {
         version = env!("CARGO_PKG_VERSION"),
         "starting scion serve"
     );
+}
+
+/// The extension feature gates at start: each gate the provider declares
+/// with its value (`info`), each one set that it does not declare (`warn`:
+/// no effect, as the Go charts pass gates of parts scion does not run).
+fn log_feature_gates(args: &ServeArgs, declared: &[crate::profile::FeatureGate]) {
+    let set = args.go.gates.settings();
+    let gates = crate::profile::FeatureGates::resolve(declared, &set);
+    for gate in declared {
+        tracing::info!(
+            gate = gate.name.as_str(),
+            enabled = gates.enabled(&gate.name),
+            set = set.contains_key(&gate.name),
+            "extension feature gate"
+        );
+    }
+    for (gate, on) in crate::profile::featuregates::undeclared(declared, &set) {
+        tracing::warn!(
+            gate,
+            enabled = on,
+            "feature gate has no effect: the provider declares no such extension feature gate (the Go extensions' other gates belong to the infrastructure, worker, backup and seed parts scion does not run)"
+        );
+    }
 }
 
 /// Load the serving certificate of `config`, generating a development CA and

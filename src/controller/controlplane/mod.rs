@@ -127,6 +127,9 @@ pub struct ControlPlaneActuator {
     pub images: Arc<ImageVector>,
     /// CCM image override (wins over the image vector).
     pub image_override: Option<String>,
+    /// The operator's extension feature gates (`--feature-gates`), applied
+    /// over the gates the spec declares in every render.
+    pub feature_gates: crate::profile::GateSettings,
     /// How long to wait for one ManagedResource to be deleted, and how often to look.
     pub delete_wait: Duration,
     pub delete_poll: Duration,
@@ -156,6 +159,7 @@ impl ControlPlaneActuator {
             provider,
             spec,
             image_override: None,
+            feature_gates: Default::default(),
             delete_wait: Duration::from_secs(120),
             delete_poll: Duration::from_secs(2),
             now_unix: || k8s_openapi::jiff::Timestamp::now().as_second(),
@@ -196,13 +200,11 @@ impl ControlPlaneActuator {
         };
         Ok(render::render(
             &RenderInput {
-                cp,
-                shoot,
                 credentials: credentials.as_ref(),
                 kube_apiserver_replicas,
                 image_override: self.image_override.as_deref(),
-                images: &self.images,
-                certificates,
+                feature_gates: &self.feature_gates,
+                ..RenderInput::new(cp, shoot, &self.images, certificates)
             },
             &self.spec,
         )?)

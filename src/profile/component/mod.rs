@@ -199,6 +199,10 @@ pub const ROOTS: &[(&str, &str)] = &[
         "code",
         "`code.<name>`: a value the provider folder's Rust computes (the profile's `code`)",
     ),
+    (
+        "extensionFeatureGates",
+        "`{Name: bool}`: each extension feature gate the profile declares (`extensionFeatureGates`), with the operator's `--feature-gates` value, else its default",
+    ),
 ];
 
 /// A component: its objects, the shoot access Secrets it needs, its values.
@@ -529,6 +533,30 @@ impl ComponentError {
     }
 }
 
+/// The first gate `condition` asks about that the profile does not declare.
+fn undeclared_gate(condition: &Condition, declared: &[&str]) -> Result<(), String> {
+    let mut asked = Vec::new();
+    condition.feature_gates(&mut asked);
+    match asked.into_iter().find(|g| !declared.contains(g)) {
+        Some(name) => Err(format!(
+            "extensionFeatureGate: {}",
+            undeclared_message(name, declared)
+        )),
+        None => Ok(()),
+    }
+}
+
+fn undeclared_message(name: &str, declared: &[&str]) -> String {
+    format!(
+        "the profile declares no extension feature gate {name:?} (declared: {}; add it to extensionFeatureGates in profile.yaml)",
+        if declared.is_empty() {
+            "none".to_owned()
+        } else {
+            declared.join(", ")
+        }
+    )
+}
+
 /// What expressions may name beyond [`ROOTS`], for the checks at load.
 pub struct Known<'a> {
     /// The files of the folder the component is in (`file:` objects), by
@@ -538,6 +566,8 @@ pub struct Known<'a> {
     pub code: Option<&'a dyn ProviderCode>,
     /// The secrets manager's certificate configs.
     pub secrets: &'a [&'a str],
+    /// The extension feature gates the profile declares.
+    pub feature_gates: &'a [&'a str],
 }
 
 impl Component {
@@ -624,8 +654,13 @@ impl Component {
             let when = match entry {
                 HealthEntry::Name(_) => None,
                 HealthEntry::When { when, .. } => Some(
-                    Condition::compile(when, "when", Place::Rule)
-                        .map_err(|(f, message)| whole(format!("{field}.{f}"), message))?,
+                    Condition::compile(when, "when", Place::Health)
+                        .map_err(|(f, message)| whole(format!("{field}.{f}"), message))
+                        .and_then(|c| {
+                            undeclared_gate(&c, known.feature_gates)
+                                .map_err(|m| whole(format!("{field}.when"), m))?;
+                            Ok(c)
+                        })?,
                 ),
             };
             health_deployments.push(HealthDeployment {
@@ -730,6 +765,7 @@ impl Component {
             images: known.images,
             code: known.code,
             secrets: &secrets,
+            feature_gates: known.feature_gates,
         })?;
         Ok(component)
     }
@@ -753,6 +789,8 @@ impl Component {
                 bound.push(name);
             }
             if let Some(when) = &object.item.when {
+                undeclared_gate(when, known.feature_gates)
+                    .map_err(|m| at(TemplateError::new(m).at("when")))?;
                 let mut exprs = Vec::new();
                 when.value_exprs(&mut exprs);
                 for e in exprs {
@@ -807,26 +845,22 @@ impl Component {
     ) -> Result<(), TemplateError> {
         node.visit(bound, &mut |used, bound| {
             let mut exprs = Vec::new();
-            let at_when = match used {
-                Used::Expr(e) => {
-                    exprs.push(e);
-                    false
-                }
+            // the caller puts a condition's errors below its `$when`
+            match used {
+                Used::Expr(e) => exprs.push(e),
                 Used::Condition(c) => {
+                    undeclared_gate(c, known.feature_gates).map_err(TemplateError::new)?;
                     c.value_exprs(&mut exprs);
-                    true
                 }
-            };
+            }
             for e in exprs {
                 if let Some(v) = self.values.get_key_value(e.root()).map(|(k, _)| k.as_str())
                     && !bound.contains(&e.root())
                 {
                     used_values.push(v);
                 }
-                self.check_expr(e, known, bound).map_err(|m| {
-                    let e = TemplateError::new(m);
-                    if at_when { e.at("$when") } else { e }
-                })?;
+                self.check_expr(e, known, bound)
+                    .map_err(TemplateError::new)?;
             }
             Ok(())
         })
@@ -881,6 +915,13 @@ impl Component {
                     ))
                 }
             }
+            "extensionFeatureGates" => match second {
+                Some(name) if !known.feature_gates.contains(&name) => Err(format!(
+                    "${{{e}}}: {}",
+                    undeclared_message(name, known.feature_gates)
+                )),
+                _ => Ok(()),
+            },
             root if ROOTS.iter().any(|(r, _)| *r == root) => Ok(()),
             root => {
                 let mut names: Vec<&str> = ROOTS.iter().map(|(r, _)| *r).collect();

@@ -219,7 +219,7 @@ impl Node {
                 then,
                 otherwise,
             } => {
-                f(Used::Condition(when), bound)?;
+                f(Used::Condition(when), bound).map_err(|e| e.at("$when"))?;
                 then.visit(bound, f)?;
                 otherwise.visit(bound, f)
             }

@@ -262,14 +262,11 @@ pub fn annotated(mut cp: ControlPlane, op: &str) -> ControlPlane {
 pub fn desired(cp: &ControlPlane, shoot: &ShootContext, server_secret: &str) -> render::Rendered {
     let spec = builtin_spec("aws").expect("spec");
     let certificates = scion::secrets::Certificates::fixed(server_secret, &spec.certificates(), "");
+    let images = scion::profile::ImageVector::builtin(&cp.spec.type_);
+    let credentials = aws_static_secret();
     let input = RenderInput {
-        cp,
-        shoot,
-        credentials: Some(&aws_static_secret()),
-        kube_apiserver_replicas: None,
-        image_override: None,
-        images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-        certificates: &certificates,
+        credentials: Some(&credentials),
+        ..RenderInput::new(cp, shoot, &images, &certificates)
     };
     render::render(&input, &spec).expect("renders")
 }

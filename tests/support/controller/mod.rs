@@ -204,20 +204,35 @@ pub fn render_builtin(
     secret: Option<&ObjectData>,
     kube_apiserver_replicas: Option<i32>,
 ) -> Result<scion::render::Rendered, scion::render::RenderError> {
+    render_builtin_gated(
+        cp,
+        shoot,
+        secret,
+        kube_apiserver_replicas,
+        &Default::default(),
+    )
+}
+
+/// [`render_builtin`] with the operator's extension feature gates.
+pub fn render_builtin_gated(
+    cp: &ControlPlane,
+    shoot: &ShootContext,
+    secret: Option<&ObjectData>,
+    kube_apiserver_replicas: Option<i32>,
+    feature_gates: &scion::profile::GateSettings,
+) -> Result<scion::render::Rendered, scion::render::RenderError> {
     let spec = builtin_spec(&cp.spec.type_).expect("built-in spec");
     scion::render::render(
         &scion::render::RenderInput {
-            cp,
-            shoot,
             credentials: secret,
             kube_apiserver_replicas,
-            image_override: None,
-            images: &scion::profile::ImageVector::builtin(&cp.spec.type_),
-            certificates: &scion::secrets::Certificates::fixed(
-                SERVER_SECRET,
-                &spec.certificates(),
-                "",
-            ),
+            feature_gates,
+            ..scion::render::RenderInput::new(
+                cp,
+                shoot,
+                &scion::profile::ImageVector::builtin(&cp.spec.type_),
+                &scion::secrets::Certificates::fixed(SERVER_SECRET, &spec.certificates(), ""),
+            )
         },
         &spec,
     )

@@ -627,6 +627,83 @@ async fn a_mutation_that_never_yields_is_still_answered_504_on_time() {
     );
 }
 
+/// A mutator that [yields](Mutator::yields): each request waits (without
+/// blocking its thread) until a second one has arrived too.
+struct Rendezvous(tokio::sync::Barrier);
+
+impl Mutator for Rendezvous {
+    fn decode(&self, body: &[u8]) -> Result<AdmissionRequest, ReviewError> {
+        scion::decode::whole(body)
+    }
+
+    fn mutate<'a>(
+        &'a self,
+        _request: &'a AdmissionRequest,
+    ) -> BoxFuture<'a, Result<Verdict, Denial>> {
+        Box::pin(async move {
+            self.0.wait().await;
+            Ok(Verdict::Unchanged)
+        })
+    }
+
+    fn yields(&self) -> bool {
+        true
+    }
+}
+
+/// Two requests at once to a server with one mutation worker, each
+/// padded with `padding` bytes: the `response` objects of both answers.
+async fn meet(padding: usize) -> Vec<serde_json::Value> {
+    let server = Target::start(
+        |c| {
+            c.request_timeout = Duration::from_secs(1);
+            c.mutation_workers = 1;
+        },
+        Arc::new(Rendezvous(tokio::sync::Barrier::new(2))),
+    )
+    .await;
+    let mut requests = Vec::new();
+    for i in 0..2 {
+        let mut body: serde_json::Value =
+            serde_json::from_slice(&review(V1, &format!("m{i}"), "meet")).unwrap();
+        body["request"]["object"]["metadata"]["annotations"] =
+            serde_json::json!({"padding": "x".repeat(padding)});
+        let body = serde_json::to_vec(&body).unwrap();
+        let mut conn = connect(
+            server.addrs.https,
+            client_config(&[&server.ca_pem()], &[b"http/1.1"]),
+        )
+        .await
+        .unwrap();
+        requests.push(tokio::spawn(async move { conn.review(body).await }));
+    }
+    let mut answers = Vec::new();
+    for request in requests {
+        let (status, _, body) = request.await.unwrap().unwrap();
+        assert_eq!(status, StatusCode::OK);
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        answers.push(answer["response"].clone());
+    }
+    answers
+}
+
+#[tokio::test]
+async fn small_requests_of_a_yielding_mutator_need_no_mutation_worker() {
+    // Answered on the async workers, both requests run at once and meet.
+    for response in meet(1024).await {
+        assert_eq!(response["allowed"], true, "{response}");
+    }
+    // Above the inline size (32 KiB) they queue for the one worker: the
+    // first waits there for a second that cannot come, and times out. (The
+    // second then passes: the barrier still counts the first's arrival.)
+    let answers = meet(40 * 1024).await;
+    let timed_out = answers
+        .iter()
+        .filter(|r| r["status"]["code"] == 504)
+        .count();
+    assert_eq!(timed_out, 1, "{answers:?}");
+}
+
 // Issue 27: the seed webhooks' hostile inputs against the real mutator
 // (`scion serve --provider aws --objects-dir examples/objects`). The bounds
 // are generous seconds; each fails on the code before issue 27, where the

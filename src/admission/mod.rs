@@ -81,6 +81,16 @@ pub trait Mutator: Send + Sync + 'static {
         &'a self,
         request: &'a AdmissionRequest,
     ) -> BoxFuture<'a, Result<Verdict, Denial>>;
+
+    /// Whether [`Mutator::decode`] and [`Mutator::mutate`] never block
+    /// their thread and stop when the request's [`crate::budget`] runs out,
+    /// so a small request may be answered on the server's async worker
+    /// instead of the blocking pool. A mutator that may block (or spin
+    /// without reading the budget) keeps the default: its every request
+    /// then runs on the pool, where it stalls nothing else.
+    fn yields(&self) -> bool {
+        false
+    }
 }
 
 /// The HTTPS path of the control-plane mutating webhook (from the one table

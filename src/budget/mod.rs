@@ -110,6 +110,57 @@ pub fn run<R>(budget: Budget, work: impl FnOnce() -> R) -> R {
     work()
 }
 
+/// A future that runs under `budget` whenever it is polled: the budget is
+/// installed on the polling thread for each poll and what was counted is
+/// carried to the next one, so work split by `.await`s (and moved between
+/// threads) counts against one allowance, as in [`run`]. Between polls the
+/// thread has its previous budget back.
+pub fn scope<F: std::future::Future>(budget: Budget, work: F) -> Scoped<F> {
+    Scoped {
+        state: State {
+            deadline: budget.deadline,
+            allowance: budget.memory,
+            left: budget.memory,
+        },
+        work,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// See [`scope`].
+    pub struct Scoped<F> {
+        state: State,
+        #[pin]
+        work: F,
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for Scoped<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        struct Carry<'a> {
+            previous: State,
+            state: &'a mut State,
+        }
+        impl Drop for Carry<'_> {
+            fn drop(&mut self) {
+                *self.state = CURRENT.with(|c| c.replace(self.previous));
+            }
+        }
+        let this = self.project();
+        let previous = CURRENT.with(|c| c.replace(*this.state));
+        let _carry = Carry {
+            previous,
+            state: this.state,
+        };
+        this.work.poll(cx)
+    }
+}
+
 /// Whether the deadline has passed (a clock read when there is one).
 pub fn check() -> Result<(), Exhausted> {
     match CURRENT.with(Cell::get).deadline {

@@ -210,4 +210,11 @@ impl Mutator for WebhookMutator {
     ) -> BoxFuture<'a, Result<Verdict, Denial>> {
         Box::pin(self.decide(request))
     }
+
+    /// The engine reads the budget in every loop that grows with the
+    /// object (issue 27), and the state source's futures wait on the
+    /// informer cache or the API server without blocking.
+    fn yields(&self) -> bool {
+        true
+    }
 }

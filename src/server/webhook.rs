@@ -1,8 +1,11 @@
 //! `POST /controlplane`: one AdmissionReview in, one AdmissionReview out.
 //!
-//! The async part only moves bytes: it takes a slot under the in-flight cap
-//! (or answers 429 at once) and reads the body into one buffer. Decoding,
-//! the mutation and encoding the answer run on the blocking pool, at most
+//! The async part takes a slot under the in-flight cap (or answers 429 at
+//! once) and reads the body into one buffer. A small body (at most
+//! [`INLINE_BODY_BYTES`]) for a mutator that [yields](Mutator::yields),
+//! whose memory share is free, is then decoded,
+//! mutated and answered right there, under its budget's deadline and
+//! allowance. Any other body runs on the blocking pool, at most
 //! `mutation_workers` at once, so a heavy request cannot stall the accept
 //! loop or other connections; the request timeout is kept from the async
 //! side whatever the job is doing.
@@ -16,6 +19,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::FutureExt as _;
+use futures::future::Either;
 use http_body_util::BodyExt as _;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::time::Instant;
@@ -42,6 +46,16 @@ const OVERLOAD_LOG_PERIOD: Duration = Duration::from_secs(10);
 /// An allowed or patched request answered after this long is logged at info
 /// (the others at debug): a slow webhook is worth a line, a fast one is not.
 pub(crate) const SLOW_REQUEST: Duration = Duration::from_secs(1);
+/// Bodies up to this size are decoded and mutated on the async worker that
+/// read them, when their memory share is free at once; larger ones (and
+/// those that would wait for memory) go to the blocking pool. What it buys
+/// (issue 26, docs/performance.md): the hand-off to the pool and back was
+/// 2.5 futex calls per request of the 10 KB review (4.1 → 1.6, the floor's
+/// 1.7) and 19 k instructions. What it costs: a worker is busy for the
+/// whole mutation, which grows linearly with the body (issue 27) — the
+/// 10 KB review takes about 20 µs in process, so a 32 KiB one about 70 µs,
+/// under its budget's deadline like any other.
+const INLINE_BODY_BYTES: usize = 32 * 1024;
 /// Bodies without a content-length start with this much buffer (they grow
 /// by doubling up to the limit); a declared length is trusted up to it too,
 /// so an announced but unsent body costs nothing.
@@ -368,42 +382,67 @@ async fn handle(
     };
 
     let (decoded_tx, mut decoded_rx) = oneshot::channel();
-    let job = {
-        let state = state.clone();
-        let span = span.clone();
-        let runtime = tokio::runtime::Handle::current();
-        async move {
-            // The memory share first: a job holding a worker while it waits
-            // for memory would keep small jobs from running.
-            let allowance = state.memory_limits.allowance(bytes.len());
-            let memory = state
-                .memory
-                .clone()
-                .acquire_many_owned(allowance.div_ceil(1024) as u32)
-                .await
-                .expect("the memory semaphore is never closed");
-            let worker = state
-                .workers
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("the worker semaphore is never closed");
-            tokio::task::spawn_blocking(move || {
-                let _worker = worker;
-                let _memory = memory;
-                let _entered = span.enter();
-                let budget = crate::budget::Budget {
-                    deadline: Some((deadline - margin).into_std()),
-                    memory: allowance,
-                };
-                let body_bytes = bytes.len();
-                let answered = crate::budget::run(budget, || {
-                    answer(&state, path, bytes, deadline - margin, &runtime, decoded_tx)
-                });
-                super::trim::after_job(body_bytes);
-                answered
-            })
-            .await
+    // The memory share first: a job holding a worker while it waits for
+    // memory would keep small jobs from running.
+    let allowance = state.memory_limits.allowance(bytes.len());
+    let permits = allowance.div_ceil(1024) as u32;
+    let budget = crate::budget::Budget {
+        deadline: Some((deadline - margin).into_std()),
+        memory: allowance,
+    };
+    let inline = if bytes.len() <= INLINE_BODY_BYTES && state.mutator.yields() {
+        state.memory.clone().try_acquire_many_owned(permits).ok()
+    } else {
+        None
+    };
+    let job = match inline {
+        Some(memory) => {
+            let work = crate::budget::scope(
+                budget,
+                answer_inline(state, path, bytes, deadline - margin, decoded_tx),
+            );
+            Either::Left(
+                AssertUnwindSafe(async move {
+                    let _memory = memory;
+                    work.await
+                })
+                .catch_unwind()
+                .map(|done| done.map_err(|_panic| "the job panicked".to_string())),
+            )
+        }
+        None => {
+            let state = state.clone();
+            let span = span.clone();
+            let runtime = tokio::runtime::Handle::current();
+            Either::Right(
+                async move {
+                    let memory = state
+                        .memory
+                        .clone()
+                        .acquire_many_owned(permits)
+                        .await
+                        .expect("the memory semaphore is never closed");
+                    let worker = state
+                        .workers
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .expect("the worker semaphore is never closed");
+                    tokio::task::spawn_blocking(move || {
+                        let _worker = worker;
+                        let _memory = memory;
+                        let _entered = span.enter();
+                        let body_bytes = bytes.len();
+                        let answered = crate::budget::run(budget, || {
+                            answer(&state, path, bytes, deadline - margin, &runtime, decoded_tx)
+                        });
+                        super::trim::after_job(body_bytes);
+                        answered
+                    })
+                    .await
+                }
+                .map(|joined| joined.map_err(|err| err.to_string())),
+            )
         }
     };
     // The job answers a slow mutation itself at `deadline - margin`; this
@@ -413,7 +452,7 @@ async fn handle(
         joined = job => match joined {
             Ok(answered) => answered,
             Err(err) => {
-                tracing::error!(error = %err, "the admission job failed");
+                tracing::error!(error = err, "the admission job failed");
                 match decoded_rx.try_recv() {
                     Ok(decoded) => {
                         let message = format!("{}: the request failed unexpectedly; see the scion log", decoded.identity);
@@ -478,6 +517,47 @@ fn answer(
     runtime: &tokio::runtime::Handle,
     decoded: oneshot::Sender<Decoded>,
 ) -> (Outcome, Response) {
+    let request = match accept(state, path, bytes, decoded) {
+        Ok(request) => request,
+        Err(answered) => return answered,
+    };
+    let verdict = runtime.block_on(tokio::time::timeout_at(
+        mutate_deadline,
+        AssertUnwindSafe(state.mutator.mutate(&request)).catch_unwind(),
+    ));
+    finish(state, &request, verdict)
+}
+
+/// [`answer`] on the async worker that read the body, for bodies up to
+/// [`INLINE_BODY_BYTES`]: the mutator's future is awaited where it is.
+async fn answer_inline(
+    state: &WebhookState,
+    path: Option<&str>,
+    bytes: Vec<u8>,
+    mutate_deadline: Instant,
+    decoded: oneshot::Sender<Decoded>,
+) -> (Outcome, Response) {
+    let request = match accept(state, path, bytes, decoded) {
+        Ok(request) => request,
+        Err(answered) => return answered,
+    };
+    let verdict = tokio::time::timeout_at(
+        mutate_deadline,
+        AssertUnwindSafe(state.mutator.mutate(&request)).catch_unwind(),
+    )
+    .await;
+    finish(state, &request, verdict)
+}
+
+/// Decode the review and check it belongs to `path`; `Err` is the answer
+/// of a request that goes no further. Sends the request's identity on
+/// `decoded` as soon as it is known.
+fn accept(
+    state: &WebhookState,
+    path: Option<&str>,
+    bytes: Vec<u8>,
+    decoded: oneshot::Sender<Decoded>,
+) -> Result<AdmissionRequest, (Outcome, Response)> {
     let decoded_request = state.mutator.decode(&bytes);
     // The request owns what it needs: the body's memory goes before the
     // mutation builds anything.
@@ -486,7 +566,7 @@ fn answer(
     let request = match decoded_request {
         Ok(request) => request,
         Err(ReviewError::Exhausted(why @ Exhausted::Memory { .. })) => {
-            return refused(
+            return Err(refused(
                 Outcome::Invalid,
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
@@ -495,17 +575,17 @@ fn answer(
                         memory_rule(state)
                     ),
                 ),
-            );
+            ));
         }
         Err(ReviewError::Exhausted(Exhausted::Time)) => {
             // The async side has answered already.
-            return late(state, None);
+            return Err(late(state, None));
         }
         Err(err) => {
-            return refused(
+            return Err(refused(
                 Outcome::Invalid,
                 ApiError::new(StatusCode::BAD_REQUEST, err.to_string()),
-            );
+            ));
         }
     };
     let span = tracing::Span::current();
@@ -530,11 +610,20 @@ fn answer(
             crate::admission::kind_text(&request.kind)
         );
         let answer = denial(&request.uid, 400, "BadRequest", message);
-        return (Outcome::Denied, review_response(answer, request.version));
+        return Err((Outcome::Denied, review_response(answer, request.version)));
     }
-    let (outcome, answer) = decide(state, &request, mutate_deadline, runtime);
+    Ok(request)
+}
+
+/// What the mutator's future came to: finished, panicked, or stopped at
+/// the deadline.
+type Finished = Result<std::thread::Result<Result<Verdict, Denial>>, tokio::time::error::Elapsed>;
+
+/// The answer to a decoded request from its verdict.
+fn finish(state: &WebhookState, request: &AdmissionRequest, verdict: Finished) -> (Outcome, Response) {
+    let (outcome, answer) = decide(state, request, verdict);
     if let Some(patch) = &answer.patch {
-        span.record("patch_ops", patch.ops);
+        tracing::Span::current().record("patch_ops", patch.ops);
     }
     (outcome, review_response(answer.response, request.version))
 }
@@ -557,17 +646,8 @@ impl From<AdmissionResponse> for Answer {
     }
 }
 
-fn decide(
-    state: &WebhookState,
-    request: &AdmissionRequest,
-    deadline: Instant,
-    runtime: &tokio::runtime::Handle,
-) -> (Outcome, Answer) {
+fn decide(state: &WebhookState, request: &AdmissionRequest, verdict: Finished) -> (Outcome, Answer) {
     let uid = request.uid.as_str();
-    let verdict = runtime.block_on(tokio::time::timeout_at(
-        deadline,
-        AssertUnwindSafe(state.mutator.mutate(request)).catch_unwind(),
-    ));
     let verdict = match verdict {
         Err(_) => {
             let message = format!(

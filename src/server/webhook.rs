@@ -620,7 +620,11 @@ fn accept(
 type Finished = Result<std::thread::Result<Result<Verdict, Denial>>, tokio::time::error::Elapsed>;
 
 /// The answer to a decoded request from its verdict.
-fn finish(state: &WebhookState, request: &AdmissionRequest, verdict: Finished) -> (Outcome, Response) {
+fn finish(
+    state: &WebhookState,
+    request: &AdmissionRequest,
+    verdict: Finished,
+) -> (Outcome, Response) {
     let (outcome, answer) = decide(state, request, verdict);
     if let Some(patch) = &answer.patch {
         tracing::Span::current().record("patch_ops", patch.ops);
@@ -646,7 +650,11 @@ impl From<AdmissionResponse> for Answer {
     }
 }
 
-fn decide(state: &WebhookState, request: &AdmissionRequest, verdict: Finished) -> (Outcome, Answer) {
+fn decide(
+    state: &WebhookState,
+    request: &AdmissionRequest,
+    verdict: Finished,
+) -> (Outcome, Answer) {
     let uid = request.uid.as_str();
     let verdict = match verdict {
         Err(_) => {

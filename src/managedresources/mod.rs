@@ -80,6 +80,11 @@ pub struct Bundle {
     /// The Secret object (immutable, content-addressed name).
     pub secret: Value,
     pub secret_name: String,
+    /// The keys of the objects the Secret carries: what scion renders into
+    /// this ManagedResource, taken from the objects rather than decoded back
+    /// from the Secret's YAML (that decode cost about a tenth of a reconcile
+    /// storm's CPU; docs/performance.md).
+    pub keys: std::collections::BTreeSet<ObjectKey>,
 }
 
 /// The objects as one YAML stream, `---\n` before each document.
@@ -171,6 +176,7 @@ pub fn bundle(
         managed_resource,
         secret,
         secret_name,
+        keys: objects.iter().map(self::key).collect(),
     })
 }
 

@@ -284,15 +284,12 @@ pub fn bundles(namespace: &str, rendered: &Rendered) -> Result<Vec<Bundle>, Erro
 /// The keys of the objects of `bundles` per cluster: the seed's (class
 /// `seed`) and the shoot's; a take-over keeps an object only when scion
 /// renders it into none of the ManagedResources of its cluster.
-pub fn rendered_keys(bundles: &[Bundle]) -> Result<[BTreeSet<takeover::ObjectKey>; 2], Error> {
+pub fn rendered_keys(bundles: &[Bundle]) -> [BTreeSet<takeover::ObjectKey>; 2] {
     let mut out = [BTreeSet::new(), BTreeSet::new()];
     for bundle in bundles {
-        let data = managedresources::compare::secret_data(&bundle.secret)
-            .and_then(|d| managedresources::decode(&d))
-            .map_err(|e| Error::Internal(format!("ManagedResource {}: {e}", bundle.name)))?;
-        out[cluster_index(bundle.class)].extend(takeover::keys(&data));
+        out[cluster_index(bundle.class)].extend(bundle.keys.iter().cloned());
     }
-    Ok(out)
+    out
 }
 
 /// The index of `class`'s cluster in [`rendered_keys`]: 0 seed, 1 shoot.
@@ -346,7 +343,7 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
             deliver::ensure_access_secret(&self.client, secret).await?;
         }
         let bundles = bundles(namespace, &rendered)?;
-        let keys = rendered_keys(&bundles)?;
+        let keys = rendered_keys(&bundles);
         let mut kept = Vec::new();
         for bundle in &bundles {
             let objects =
@@ -394,7 +391,7 @@ impl Actuator<ControlPlane> for ControlPlaneActuator {
             match self.render(cp, shoot, &names).await {
                 Ok(rendered) => {
                     let bundles = bundles(namespace, &rendered)?;
-                    let keys = rendered_keys(&bundles)?;
+                    let keys = rendered_keys(&bundles);
                     if let Some(config) = bundles.iter().find(|b| b.name == CONFIG_MR) {
                         deliver::apply(&self.client, config, &keys[cluster_index(config.class)])
                             .await?;

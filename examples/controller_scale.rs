@@ -89,7 +89,12 @@ fn cpu_seconds() -> f64 {
         .map(|(_, rest)| rest.split_whitespace().collect())
         .unwrap_or_default();
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after `)`
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 

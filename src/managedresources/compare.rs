@@ -300,7 +300,8 @@ mod tests {
         spelled[1]["spec"]["ports"][0]["protocol"] = json!("TCP");
         let spelled = crate::managedresources::encode(&spelled).unwrap();
         for (key, text) in [("other", same_text), ("k", json_docs), ("k", spelled)] {
-            let secret = json!({"data": {key: base64::engine::general_purpose::STANDARD.encode(&text)}});
+            let secret =
+                json!({"data": {key: base64::engine::general_purpose::STANDARD.encode(&text)}});
             assert!(!same_bytes(&secret, &want.secret));
             let c = compare(&want, &mr, &[(want.secret_name.clone(), Some(secret))]).unwrap();
             assert!(c.matches(), "{text}: {c:?}");

@@ -23,6 +23,7 @@
 //! writer left (the objects scion does not render).
 
 pub mod compare;
+pub mod memo;
 pub mod takeover;
 
 use std::collections::BTreeMap;
@@ -88,7 +89,7 @@ pub struct Bundle {
 }
 
 /// The objects as one YAML stream, `---\n` before each document.
-pub fn encode(objects: &[Value]) -> Result<String, String> {
+pub fn encode<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Result<String, String> {
     let mut options = serde_saphyr::SerializerOptions::default();
     // Long flags stay on one line; multi-line values stay literal blocks.
     options.folded_wrap_chars = 1 << 16;
@@ -124,14 +125,17 @@ pub fn reference_annotation(kind: &str, name: &str) -> String {
 
 /// The ManagedResource `name` in `namespace` of `class` carrying `objects`
 /// under the data key `key`, and its Secret.
-pub fn bundle(
+pub fn bundle<'a, I>(
     namespace: &str,
     name: &str,
     class: Class,
     key: &str,
-    objects: &[Value],
-) -> Result<Bundle, String> {
-    let text = encode(objects)?;
+    objects: I,
+) -> Result<Bundle, String>
+where
+    I: IntoIterator<Item = &'a Value> + Clone,
+{
+    let text = encode(objects.clone())?;
     let data = BTreeMap::from([(key.to_string(), text.into_bytes())]);
     let secret_name = secret_name(name, &data);
     let encoded: BTreeMap<&String, String> = data
@@ -150,6 +154,20 @@ pub fn bundle(
         "immutable": true,
         "data": encoded,
     });
+    Ok(Bundle {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        class,
+        managed_resource: managed_resource(namespace, name, class, &secret_name),
+        secret,
+        secret_name,
+        keys: objects.into_iter().map(self::key).collect(),
+    })
+}
+
+/// The ManagedResource `name` in `namespace` of `class` referencing the
+/// Secret `secret_name`.
+pub fn managed_resource(namespace: &str, name: &str, class: Class, secret_name: &str) -> Value {
     let spec = match class {
         Class::Seed => json!({"secretRefs": [{"name": secret_name}], "class": SEED_CLASS}),
         Class::Shoot | Class::ShootForceAnnotations => json!({
@@ -159,24 +177,15 @@ pub fn bundle(
             "forceOverwriteAnnotations": class == Class::ShootForceAnnotations,
         }),
     };
-    let managed_resource = json!({
+    json!({
         "apiVersion": "resources.gardener.cloud/v1alpha1",
         "kind": "ManagedResource",
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "annotations": {reference_annotation("secret", &secret_name): secret_name},
+            "annotations": {reference_annotation("secret", secret_name): secret_name},
         },
         "spec": spec,
-    });
-    Ok(Bundle {
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-        class,
-        managed_resource,
-        secret,
-        secret_name,
-        keys: objects.iter().map(self::key).collect(),
     })
 }
 

@@ -174,6 +174,9 @@ pub fn compare(
     // base64 text under the same keys): the objects GRM applies are the
     // desired ones, so no YAML is decoded on either side. Any other bytes
     // (the same objects formatted otherwise included) take the decode below.
+    // A decode of an aws ControlPlane's Secrets with CSI (182 KB) is about
+    // 2.2 ms of CPU (docs/performance.md), so `scion check` saves about
+    // 4 ms per ControlPlane whose ManagedResources are as scion writes them.
     if !live_secrets.is_empty()
         && live_secrets
             .iter()

@@ -9,8 +9,11 @@
 //!
 //! Measured need (docs/performance.md, "ControlPlane controller at seed
 //! scale"): encoding the YAML of the Secrets (182 KB for aws with CSI) was
-//! about two fifths of the controller's CPU in a reconcile storm; a hit costs
-//! the JSON of the objects fed to a SHA-256 and one lookup.
+//! about half of the controller's CPU in a reconcile storm once nothing was
+//! decoded any more; with the memo the storm's controller CPU went from
+//! 3.3–3.4 to 1.7–1.8 ms per ControlPlane (1,000 ControlPlanes: 1.6 s less).
+//! A hit costs the JSON of the objects fed to a SHA-256 (about a tenth of
+//! what is left, ~0.15 ms) and one lookup.
 //!
 //! Keyed by namespace and ManagedResource name, with the SHA-256 of the data
 //! key and the objects' JSON ([`digest`]): an entry answers only for the very

@@ -59,7 +59,11 @@ pub(super) async fn apply(
             for reference in &live.spec.secret_refs {
                 // The plan never reads scion's own Secret (what scion no
                 // longer renders goes), so it is not fetched: a storm's
-                // reconcile read 5 of them, 182 KB with CSI, for nothing.
+                // reconcile read 5 of them, 182 KB for aws with CSI, for
+                // nothing. With the decode the bundle's keys replace, this
+                // took the controller's CPU in the storm from 8.3 to 3.6 ms
+                // per ControlPlane, the fake API server's from 7.2 to 6.0 ms
+                // (docs/performance.md).
                 if Some(reference.name.as_str()) == ours {
                     continue;
                 }

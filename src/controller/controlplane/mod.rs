@@ -303,9 +303,9 @@ fn keys_per_cluster<'a>(
 /// A ManagedResource the controller applies: what [`bundles`] gives, with the
 /// Secret encoded only when it is written. Its name comes from the actuator's
 /// [`managedresources::memo::NameMemo`] when the same objects were encoded
-/// before, so a reconcile that changes nothing encodes no YAML: that was
-/// about two fifths of the controller's CPU in a reconcile storm, 1.4 ms per
-/// aws ControlPlane with CSI (docs/performance.md).
+/// before, so a reconcile that changes nothing encodes no YAML: 1.6 ms of
+/// controller CPU per aws ControlPlane with CSI in a reconcile storm, about
+/// half of it (docs/performance.md).
 struct Planned<'a> {
     namespace: &'a str,
     name: &'static str,

@@ -11,7 +11,10 @@
 //! 3. **storm**: gardenlet restarted and annotated every ControlPlane with
 //!    `gardener.cloud/operation: reconcile` — time and API calls;
 //!
-//! then the controller process's peak RSS (VmHWM) and the fake's.
+//! Each phase also prints the CPU time the controller process and the fake
+//! spent in it (`/proc/self/stat`), since both share the machine's cores and
+//! the wall time is theirs together. Then the controller process's peak RSS
+//! (VmHWM) and the fake's.
 //!
 //! ```text
 //! cargo run --release --example controller_scale                      # 1,000 ControlPlanes
@@ -76,8 +79,27 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's CPU time (user and system) in seconds, from
+/// `/proc/self/stat` (clock ticks of 10 ms, Linux's `USER_HZ`).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // the fields after the command, which is in parentheses
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after `)`
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
 /// The fake API server over HTTP, with `/_fake/stats`, `/_fake/reset`,
-/// `/_fake/annotate` and `/_fake/rss` for the driver.
+/// `/_fake/annotate`, `/_fake/rss` and `/_fake/cpu` for the driver.
 async fn serve_fake(n: usize) -> anyhow::Result<()> {
     let mut api = FakeApi::new();
     for i in 0..n {
@@ -113,6 +135,7 @@ async fn serve_fake(n: usize) -> anyhow::Result<()> {
                         (200, json!({}))
                     }
                     "/_fake/rss" => (200, json!({"vm_hwm_kib": vm_hwm_kib()})),
+                    "/_fake/cpu" => (200, json!({"seconds": cpu_seconds()})),
                     _ => api.handle(&method, &path, &query, &content_type, &bytes),
                 }
             };
@@ -161,6 +184,25 @@ mod reqwestless {
             Ok(self.0.request::<Value>(req).await?)
         }
     }
+}
+
+/// The CPU seconds the controller process and the fake spent since `since`
+/// (the pair [`cpu_now`] gave), as text.
+async fn cpu_since(http: &reqwestless::Http, since: (f64, f64)) -> anyhow::Result<String> {
+    let (controller, fake) = cpu_now(http).await?;
+    Ok(format!(
+        "CPU: controller {:.2} s, fake {:.2} s",
+        controller - since.0,
+        fake - since.1
+    ))
+}
+
+/// The CPU seconds of the controller process and of the fake so far.
+async fn cpu_now(http: &reqwestless::Http) -> anyhow::Result<(f64, f64)> {
+    let fake = control(http, "/_fake/cpu").await?["seconds"]
+        .as_f64()
+        .unwrap_or(0.0);
+    Ok((cpu_seconds(), fake))
 }
 
 /// Reconcile every ControlPlane the API lists, `concurrency` at a time;
@@ -228,11 +270,14 @@ async fn main() -> anyhow::Result<()> {
     let ctx = Arc::new(ControlPlaneReconciler::new(client, state, "aws", actuator));
 
     println!("{n} ControlPlanes, concurrency {}", args.concurrency);
+    let cpu = cpu_now(&http).await?;
     let created = reconcile_all(&ctx, args.concurrency).await?;
     let stats = control(&http, "/_fake/stats").await?;
     println!(
-        "create:  {created:.2} s, {} API calls, {} writes",
-        stats["calls"], stats["writes"]
+        "create:  {created:.2} s, {} API calls, {} writes; {}",
+        stats["calls"],
+        stats["writes"],
+        cpu_since(&http, cpu).await?
     );
 
     control(&http, "/_fake/reset").await?;
@@ -247,13 +292,15 @@ async fn main() -> anyhow::Result<()> {
 
     control(&http, "/_fake/annotate").await?;
     control(&http, "/_fake/reset").await?;
+    let cpu = cpu_now(&http).await?;
     let storm = reconcile_all(&ctx, args.concurrency).await?;
     let stats = control(&http, "/_fake/stats").await?;
     println!(
-        "storm:   {storm:.2} s ({:.1} ms per ControlPlane), {} API calls, {} writes",
+        "storm:   {storm:.2} s ({:.1} ms per ControlPlane), {} API calls, {} writes; {}",
         storm * 1000.0 / n as f64,
         stats["calls"],
-        stats["writes"]
+        stats["writes"],
+        cpu_since(&http, cpu).await?
     );
 
     let fake_rss = control(&http, "/_fake/rss").await?;

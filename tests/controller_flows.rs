@@ -274,6 +274,49 @@ async fn reconcile_annotation_is_removed_and_an_unchanged_render_writes_no_manag
     );
 }
 
+/// A ManagedResource and its Secret deleted behind scion's back come back on
+/// the next requested reconcile with the same bytes: the actuator remembers
+/// the Secret's name from the first reconcile (`managedresources::memo`),
+/// decides from it, and encodes the Secret only to write it.
+#[tokio::test]
+async fn a_managed_resource_deleted_behind_scions_back_is_written_again_with_the_same_bytes() {
+    let shoot = shoot(&["IPv4"], false);
+    let f = created(&shoot).await;
+    let mr = f.managed_resource(SEED_MR).await.expect("seed MR");
+    let secret_name = mr["spec"]["secretRefs"][0]["name"]
+        .as_str()
+        .expect("ref")
+        .to_string();
+    let secret = f.get(&f.secret_path(&secret_name)).await.expect("Secret");
+    f.remove(&f.mr_path(SEED_MR)).await;
+    f.remove(&f.secret_path(&secret_name)).await;
+    f.store(&annotated(f.controlplane().await, "reconcile"))
+        .await;
+    f.clear().await;
+    f.reconcile_stored().await.expect("reconciles");
+    assert_eq!(
+        unhashed_writes(&f).await,
+        [
+            "PATCH cp",
+            "PATCH cp/status",
+            "POST secret",
+            "POST mr",
+            "PATCH cp/status"
+        ]
+    );
+    let again = f
+        .get(&f.secret_path(&secret_name))
+        .await
+        .expect("the same Secret name");
+    assert_eq!(again["data"], secret["data"]);
+    let again = f.managed_resource(SEED_MR).await.expect("seed MR again");
+    assert_eq!(again["spec"], mr["spec"]);
+    assert_eq!(
+        again["metadata"]["annotations"],
+        mr["metadata"]["annotations"]
+    );
+}
+
 /// The proof: a new scion (here a new CCM image) rolls no CCM until
 /// gardenlet asks; then it writes the new seed ManagedResource and leaves the
 /// old Secret to GRM's garbage collector.

@@ -6,14 +6,16 @@
 //! `shared/volume-snapshot-crds`. The expectations are the reference's
 //! (gardener-csi.md, "Shoot CRDs" of each provider), written by hand.
 
+mod support;
+
 use std::path::PathBuf;
 
-use scion::cli::render::load_render_inputs;
 use scion::controller::controlplane::{SHOOT_CRDS_KEY, SHOOT_CRDS_MR, bundles};
 use scion::profile::Profile;
-use scion::render::{RenderInput, Rendered, render};
+use scion::render::Rendered;
 use serde_json::Value;
 use sha2::Digest as _;
+use support::render::render_example;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -46,25 +48,6 @@ fn the_crd_files_are_upstreams_bytes() {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn render_example(profile: &Profile, objects: &str, namespace: &str) -> Rendered {
-    let (cp, shoot, credentials) =
-        load_render_inputs(&root().join(objects), namespace, "control-plane").expect("inputs");
-    let spec = profile.control_plane().expect("controlPlane");
-    render(
-        &RenderInput {
-            credentials: credentials.as_ref(),
-            ..RenderInput::new(
-                &cp,
-                &shoot,
-                &profile.images,
-                &scion::secrets::Certificates::fixed("server", &spec.certificates(), ""),
-            )
-        },
-        spec,
-    )
-    .unwrap_or_else(|e| panic!("{namespace}: {e}"))
 }
 
 /// The three CRDs as the reference states them: names, group, scope, kinds,
@@ -148,7 +131,7 @@ fn every_builtin_provider_delivers_the_snapshot_crds_in_the_shoot_crds_managed_r
             "{provider} takes the CRDs from the shared folder"
         );
         let namespace = format!("shoot--dev--{provider}");
-        let rendered = render_example(&profile, "examples/objects", &namespace);
+        let rendered = render_example(&profile, &root().join("examples/objects"), &namespace);
         assert_snapshot_crds(provider, &rendered);
         let bundle = bundles(&namespace, &rendered)
             .expect("bundles")
@@ -177,7 +160,7 @@ fn a_provider_folder_on_disk_takes_them_from_the_shared_folder_too() {
     );
     let rendered = render_example(
         &profile,
-        "examples/providers/acme/objects",
+        &root().join("examples/providers/acme/objects"),
         "shoot--dev--acme",
     );
     assert_snapshot_crds("acme", &rendered);

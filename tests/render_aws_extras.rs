@@ -1072,7 +1072,7 @@ fn a_take_over_replaces_the_go_extensions_load_balancer_crds() {
     .expect("bundle");
     let secrets = [(go.secret_name.clone(), Some(go.secret.clone()))];
     let kept_with = |r: &Rendered| {
-        let keys = rendered_keys(&bundles("shoot--dev--aws", r).expect("bundles")).expect("keys");
+        let keys = rendered_keys(&bundles("shoot--dev--aws", r).expect("bundles"));
         takeover::plan(
             &go.managed_resource,
             &secrets,

@@ -695,18 +695,7 @@ async fn audit_controlplanes(
                 )),
             });
         }
-        let keys = match controlplane::rendered_keys(&desired.bundles) {
-            Ok(keys) => keys,
-            Err(err) => {
-                findings.push(error_finding(
-                    namespace,
-                    "ControlPlane",
-                    cp.name(),
-                    err.to_string(),
-                ));
-                continue;
-            }
-        };
+        let keys = controlplane::rendered_keys(&desired.bundles);
         for bundle in &desired.bundles {
             let rendered = &keys[controlplane::cluster_index(bundle.class)];
             findings

@@ -59,8 +59,10 @@ pub fn describe((kind, namespace, name): &ObjectKey) -> String {
 /// The objects a write of the ManagedResource `live` keeps although scion does
 /// not render them (`rendered`: the keys of every object scion renders for
 /// the same cluster), sorted by key; `live_secrets` are the Secrets it
-/// references, by name (`None`: missing). `Err` is the refusal, with the
-/// reason: a referenced Secret that is missing or cannot be decoded.
+/// references, by name (`None`: missing). scion's own Secret (the one
+/// [`RENDERED_SECRET_ANNOTATION`] names) is never read, so a caller may leave
+/// it out. `Err` is the refusal, with the reason: a referenced Secret that is
+/// missing or cannot be decoded.
 pub fn plan(
     live: &Value,
     live_secrets: &[(String, Option<Value>)],

@@ -519,7 +519,7 @@ fn answer(
 ) -> (Outcome, Response) {
     let request = match accept(state, path, bytes, decoded) {
         Ok(request) => request,
-        Err(answered) => return answered,
+        Err(answered) => return *answered,
     };
     let verdict = runtime.block_on(tokio::time::timeout_at(
         mutate_deadline,
@@ -539,7 +539,7 @@ async fn answer_inline(
 ) -> (Outcome, Response) {
     let request = match accept(state, path, bytes, decoded) {
         Ok(request) => request,
-        Err(answered) => return answered,
+        Err(answered) => return *answered,
     };
     let verdict = tokio::time::timeout_at(
         mutate_deadline,
@@ -550,14 +550,14 @@ async fn answer_inline(
 }
 
 /// Decode the review and check it belongs to `path`; `Err` is the answer
-/// of a request that goes no further. Sends the request's identity on
+/// of a request that goes no further (boxed: the rare path). Sends the request's identity on
 /// `decoded` as soon as it is known.
 fn accept(
     state: &WebhookState,
     path: Option<&str>,
     bytes: Vec<u8>,
     decoded: oneshot::Sender<Decoded>,
-) -> Result<AdmissionRequest, (Outcome, Response)> {
+) -> Result<AdmissionRequest, Box<(Outcome, Response)>> {
     let decoded_request = state.mutator.decode(&bytes);
     // The request owns what it needs: the body's memory goes before the
     // mutation builds anything.
@@ -566,7 +566,7 @@ fn accept(
     let request = match decoded_request {
         Ok(request) => request,
         Err(ReviewError::Exhausted(why @ Exhausted::Memory { .. })) => {
-            return Err(refused(
+            return Err(Box::new(refused(
                 Outcome::Invalid,
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
@@ -575,17 +575,17 @@ fn accept(
                         memory_rule(state)
                     ),
                 ),
-            ));
+            )));
         }
         Err(ReviewError::Exhausted(Exhausted::Time)) => {
             // The async side has answered already.
-            return Err(late(state, None));
+            return Err(Box::new(late(state, None)));
         }
         Err(err) => {
-            return Err(refused(
+            return Err(Box::new(refused(
                 Outcome::Invalid,
                 ApiError::new(StatusCode::BAD_REQUEST, err.to_string()),
-            ));
+            )));
         }
     };
     let span = tracing::Span::current();
@@ -610,7 +610,10 @@ fn accept(
             crate::admission::kind_text(&request.kind)
         );
         let answer = denial(&request.uid, 400, "BadRequest", message);
-        return Err((Outcome::Denied, review_response(answer, request.version)));
+        return Err(Box::new((
+            Outcome::Denied,
+            review_response(answer, request.version),
+        )));
     }
     Ok(request)
 }

@@ -1,7 +1,8 @@
-//! Reading rendered objects in the render tests (`tests/render_*.rs`): the
-//! containers of a workload, their args, the names of a list, a shoot at
-//! another minor or with an annotation. Each helper panics naming what is
-//! missing, so a failed lookup reads as the expectation it breaks.
+//! Rendering an example ControlPlane and reading rendered objects in the
+//! render tests (`tests/render_*.rs`): the containers of a workload, their
+//! args, the names of a list, a shoot at another minor or with an annotation.
+//! Each helper panics naming what is missing, so a failed lookup reads as the
+//! expectation it breaks.
 
 use scion::gardener::ShootContext;
 use serde_json::Value;
@@ -61,6 +62,33 @@ pub fn with_annotation(mut s: ShootContext, key: &str, value: &str) -> ShootCont
         .annotations
         .insert(key.to_string(), value.to_string());
     s
+}
+
+/// The render of the ControlPlane `control-plane` in `namespace` of the
+/// objects directory `objects` (an example's), with `profile`'s components and
+/// image vector and fixed certificate names.
+pub fn render_example(
+    profile: &scion::profile::Profile,
+    objects: &std::path::Path,
+    namespace: &str,
+) -> scion::render::Rendered {
+    let (cp, shoot, credentials) =
+        scion::cli::render::load_render_inputs(objects, namespace, "control-plane")
+            .expect("inputs");
+    let spec = profile.control_plane().expect("controlPlane");
+    scion::render::render(
+        &scion::render::RenderInput {
+            credentials: credentials.as_ref(),
+            ..scion::render::RenderInput::new(
+                &cp,
+                &shoot,
+                &profile.images,
+                &scion::secrets::Certificates::fixed("server", &spec.certificates(), ""),
+            )
+        },
+        spec,
+    )
+    .unwrap_or_else(|e| panic!("{namespace}: {e}"))
 }
 
 /// Lower-case hex SHA-256, as Helm's `sha256sum` and Gardener's checksums.

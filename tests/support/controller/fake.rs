@@ -423,9 +423,21 @@ impl FakeApi {
         }
         match (method, &parsed.name) {
             ("GET", None) => {
-                let mut items: Vec<Value> = self
-                    .objects
-                    .iter()
+                // A namespaced collection is one range of keys, as etcd
+                // serves it to the API server; scanning every stored object
+                // instead made each LIST cost O(all objects), so the
+                // certificate LISTs of `controller_scale` (two per
+                // ControlPlane) grew with the square of the ControlPlanes.
+                let from = format!("{}/", parsed.collection());
+                let objects: Box<dyn Iterator<Item = (&String, &Value)>> = match parsed.namespace {
+                    Some(_) => Box::new(
+                        self.objects
+                            .range(from.clone()..)
+                            .take_while(|(k, _)| k.starts_with(&from)),
+                    ),
+                    None => Box::new(self.objects.iter()),
+                };
+                let mut items: Vec<Value> = objects
                     .filter(|(k, _)| collection_matches(k, &parsed))
                     .map(|(_, v)| v.clone())
                     .filter(|v| matches_selector(v, query))

@@ -116,13 +116,35 @@ async fn a_take_over_keeps_what_scion_does_not_render() {
     // what the Go extension left: scion's objects (its chart renders the
     // same) plus components scion does not render
     let actuator = ControlPlaneActuator::new(client.clone(), state.clone(), "aws", spec.clone());
-    let desired = actuator.desired(&cp, &shoot).await.unwrap();
+    let before = actuator.desired(&cp, &shoot).await.unwrap();
+    // `desired` (what `scion check` audits) only reads: the certificates a
+    // reconcile would generate are placeholders, not fresh keys
+    assert_eq!(before.plan.create.len(), 4, "{:#?}", before.plan.create);
+    for secret in &before.plan.create {
+        assert!(
+            secret["metadata"]["annotations"]
+                .get(scion::secrets::PLACEHOLDER_ANNOTATION)
+                .is_some(),
+            "{secret:#}"
+        );
+    }
     // the Go extension's secrets manager left its certificates, which scion reuses
-    for secret in &desired.plan.create {
+    let generated = scion::secrets::plan(&scion::secrets::Request {
+        provider: "aws",
+        namespace: SHOOT,
+        now: k8s_openapi::jiff::Timestamp::now().as_second(),
+        rotation: Default::default(),
+        existing: &[],
+        certificates: &spec.certificates(),
+    })
+    .unwrap();
+    for secret in &generated.create {
         let mut secret = secret.clone();
         secret["metadata"]["namespace"] = json!(SHOOT);
         api.create(&secret).await.unwrap();
     }
+    let desired = actuator.desired(&cp, &shoot).await.unwrap();
+    assert!(desired.plan.create.is_empty(), "{:#?}", desired.plan.create);
     let csi_controller = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "csi-snapshot-validation", "namespace": SHOOT},
         "spec": {"selector": {"matchLabels": {"app": "snapshot-validation"}},

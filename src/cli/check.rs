@@ -17,7 +17,8 @@
 //! Certificates are not re-rendered: the certificate Secrets present in the
 //! namespace are reused as the controller reuses them, so the render mounts
 //! the same serving-certificate Secret; when none can be reused the
-//! certificate a reconcile would generate is reported `missing`.
+//! certificate a reconcile would generate is reported `missing` (planned as
+//! a placeholder: an audit generates no keys).
 //!
 //! A table on the terminal, JSON with `--output json`; the exit code is
 //! non-zero when anything differs.

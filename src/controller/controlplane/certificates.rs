@@ -46,14 +46,35 @@ fn rotation(shoot: &ShootContext) -> CaRotation {
 }
 
 /// Plan the CA, bundle and serving certificate against the Secrets in the
-/// namespace, writing nothing (`scion check` stops here).
+/// namespace, writing nothing. What is missing is generated, to be created
+/// ([`ensure`]).
 pub(super) async fn plan(
     actuator: &ControlPlaneActuator,
     namespace: &str,
     shoot: &ShootContext,
 ) -> Result<Plan, Error> {
+    planned(actuator, namespace, shoot, secrets::plan).await
+}
+
+/// [`plan`] for a reader that creates nothing (`scion check`): what is
+/// missing is a placeholder ([`secrets::plan_offline`]), so no keys are
+/// generated for nothing and the same namespace gives the same answer.
+pub(super) async fn plan_offline(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+    shoot: &ShootContext,
+) -> Result<Plan, Error> {
+    planned(actuator, namespace, shoot, secrets::plan_offline).await
+}
+
+async fn planned(
+    actuator: &ControlPlaneActuator,
+    namespace: &str,
+    shoot: &ShootContext,
+    plan: fn(&Request<'_>) -> Result<Plan, secrets::SecretsError>,
+) -> Result<Plan, Error> {
     let existing = list(actuator, namespace).await?;
-    Ok(secrets::plan(&Request {
+    Ok(plan(&Request {
         provider: &actuator.provider,
         namespace,
         now: (actuator.now_unix)(),

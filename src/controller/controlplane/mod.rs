@@ -250,12 +250,13 @@ pub struct Desired {
 
 impl ControlPlaneActuator {
     /// The reconcile's reads and render without its writes: the certificate
-    /// plan over the existing Secrets (reused as the reconcile reuses them),
-    /// the render with the serving certificate's Secret name, the bundles.
+    /// plan over the existing Secrets (reused as the reconcile reuses them;
+    /// what it would generate is a placeholder, as in `scion render`), the
+    /// render with the serving certificate's Secret name, the bundles.
     /// `scion check` compares this with the ManagedResources present.
     pub async fn desired(&self, cp: &ControlPlane, shoot: &ShootContext) -> Result<Desired, Error> {
         let namespace = cp.namespace();
-        let plan = certificates::plan(self, namespace, shoot).await?;
+        let plan = certificates::plan_offline(self, namespace, shoot).await?;
         let rendered = self.render(cp, shoot, &plan.certificates).await?;
         let bundles = bundles(namespace, &rendered)?;
         Ok(Desired {

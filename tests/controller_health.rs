@@ -7,7 +7,9 @@
 //! migration; the heartbeat Lease created and renewed.
 //!
 //! "One renewal per interval, none once stopped" stays on the fake: it runs
-//! on tokio's paused clock, which cannot run against real I/O.
+//! on tokio's paused clock, which cannot run against real I/O. A shoot API
+//! server that never answers is a silent TCP listener (a real one cannot be
+//! made to hang on demand).
 
 mod support;
 
@@ -771,4 +773,59 @@ async fn the_heartbeat_renews_every_interval_and_stops_with_the_controller() {
     assert_eq!(done, 4, "at 0, 30, 60 and 90 s");
     tokio::time::sleep(Duration::from_secs(100)).await;
     assert_eq!(renewals(&f), done, "no renewal once stopped");
+}
+
+/// The Event check's read of a shoot whose API server accepts connections
+/// and never answers gives up at its deadline, with the message the
+/// condition carries. A real API server cannot be made to hang on demand:
+/// a TCP listener that holds every connection silently stands in for it.
+#[tokio::test]
+async fn a_shoot_that_never_answers_is_given_up_at_the_deadline() {
+    use k8s_openapi::api::core::v1::Secret;
+    use scion::controller::health::shoot::{DEADLINE, EXTERNAL_SECRET, newest_event};
+    use scion::profile::component::HealthEvents;
+
+    let f = real(shoot(&["IPv4"], false), "aws").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        // bounded: the test opens one connection (a retry at most a few)
+        while held.len() < 16 {
+            let (connection, _) = listener.accept().await.unwrap();
+            held.push(connection);
+        }
+    });
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: shoot\n  cluster: {{server: 'https://{addr}'}}\nusers:\n- name: gardener\n  user: {{token: abc}}\ncontexts:\n- name: shoot\n  context: {{cluster: shoot, user: gardener}}\ncurrent-context: shoot\n"
+    );
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": EXTERNAL_SECRET, "namespace": f.ns()},
+        "stringData": {"kubeconfig": kubeconfig},
+    }))
+    .unwrap();
+    kube::Api::<Secret>::namespaced(f.session.client.clone(), f.ns())
+        .create(&Default::default(), &secret)
+        .await
+        .unwrap();
+    let spec = HealthEvents {
+        component: "aws-custom-route-controller".into(),
+        after: Vec::new(),
+        kind: "ServiceAccount".into(),
+        name: "aws-custom-route-controller".into(),
+        namespace: "kube-system".into(),
+        within: Duration::from_secs(300),
+        codes: Vec::new(),
+        when: None,
+    };
+    let started = std::time::Instant::now();
+    let read = newest_event(&f.session.client, f.ns(), &[EXTERNAL_SECRET], &spec).await;
+    let took = started.elapsed();
+    silent.abort();
+    assert_eq!(read, Err("no answer within 10s".to_string()));
+    assert!(
+        took >= DEADLINE && took < DEADLINE + Duration::from_secs(5),
+        "{took:?}"
+    );
 }

@@ -24,15 +24,18 @@ spec:
       networking: {ipFamilies: [IPv4], nodes: 10.180.0.0/16}
 "#;
 
+/// A kube-controller-manager review of the aws shoot of [`CLUSTER`].
+const KCM_REVIEW: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
+);
+
 #[test]
 fn mutate_prints_the_patch_and_explains() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("cluster.yaml");
     std::fs::write(&cluster, CLUSTER).unwrap();
-    let review = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
-    );
+    let review = KCM_REVIEW;
     let out = Command::new(env!("CARGO_BIN_EXE_scion"))
         .args(["mutate", "--provider", "aws", "--cluster"])
         .arg(&cluster)
@@ -436,10 +439,7 @@ fn a_closed_output_pipe_ends_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = dir.path().join("cluster.yaml");
     std::fs::write(&cluster, CLUSTER).unwrap();
-    let review = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/admission/aws-1.33-vac-ipv4-kube-controller-manager.review.json"
-    );
+    let review = KCM_REVIEW;
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
     let out = Command::new(env!("CARGO_BIN_EXE_scion"))

@@ -999,12 +999,8 @@ pub fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
         return Ok(EXIT_MATCHES);
     }
     let profile = args.provider.profile()?;
-    for gate in args.gates.undeclared(&profile.feature_gates) {
-        eprintln!(
-            "warning: feature gate {gate} has no effect: provider {} declares no such extension feature gate",
-            profile.provider
-        );
-    }
+    args.gates
+        .warn_undeclared(&profile.provider, &profile.feature_gates);
     let gates = args.gates.settings();
     let engine = args.engine.engine(profile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

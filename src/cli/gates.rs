@@ -35,12 +35,13 @@ impl FeatureGateArgs {
         featuregates::settings(self.feature_gates.iter().flat_map(|l| &l.0))
     }
 
-    /// One line per gate set that `declared` does not know, for a warning:
-    /// provider-neutral, the provider's name is the caller's to add.
-    pub fn undeclared(&self, declared: &[FeatureGate]) -> Vec<String> {
-        featuregates::undeclared(declared, &self.settings())
-            .into_iter()
-            .map(|(name, on)| format!("{name}={on}"))
-            .collect()
+    /// A `warning:` line on stderr per gate set that `provider`'s
+    /// `declared` gates do not know (`render`, `check`; `serve` logs them).
+    pub fn warn_undeclared(&self, provider: &str, declared: &[FeatureGate]) {
+        for (name, on) in featuregates::undeclared(declared, &self.settings()) {
+            eprintln!(
+                "warning: feature gate {name}={on} has no effect: provider {provider} declares no such extension feature gate"
+            );
+        }
     }
 }

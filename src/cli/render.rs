@@ -105,11 +105,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<()> {
         );
     };
     let spec = profile.control_plane()?;
-    for gate in args.gates.undeclared(&profile.feature_gates) {
-        eprintln!(
-            "warning: feature gate {gate} has no effect: provider {provider} declares no such extension feature gate"
-        );
-    }
+    args.gates
+        .warn_undeclared(&provider, &profile.feature_gates);
     let feature_gates = args.gates.settings();
     let images = super::provider::images(&profile)?;
     let existing = certificate_secrets(&objects, &provider, namespace);

@@ -278,12 +278,28 @@ pub fn bundles(namespace: &str, rendered: &Rendered) -> Result<Vec<Bundle>, Erro
         if list.is_empty() && !always {
             continue;
         }
-        out.push(
-            managedresources::bundle(namespace, name, class, key, list.iter().map(|o| &o.object))
-                .map_err(|e| Error::Internal(format!("encoding ManagedResource {name}: {e}")))?,
-        );
+        out.push(encode(
+            namespace,
+            name,
+            class,
+            key,
+            list.iter().map(|o| &o.object),
+        )?);
     }
     Ok(out)
+}
+
+/// `objects` as the ManagedResource `name` with its Secret
+/// ([`managedresources::bundle`]).
+fn encode<'o>(
+    namespace: &str,
+    name: &str,
+    class: Class,
+    key: &str,
+    objects: impl IntoIterator<Item = &'o serde_json::Value> + Clone,
+) -> Result<Bundle, Error> {
+    managedresources::bundle(namespace, name, class, key, objects)
+        .map_err(|e| Error::Internal(format!("encoding ManagedResource {name}: {e}")))
 }
 
 /// The keys of the objects of `bundles` per cluster: the seed's (class
@@ -329,14 +345,13 @@ impl Planned<'_> {
         if let Some(bundle) = &self.encoded {
             return Ok(std::borrow::Cow::Borrowed(bundle));
         }
-        let bundle = managedresources::bundle(
+        let bundle = encode(
             self.namespace,
             self.name,
             self.class,
             self.key,
             self.objects.iter().map(|o| &o.object),
-        )
-        .map_err(|e| Error::Internal(format!("encoding ManagedResource {}: {e}", self.name)))?;
+        )?;
         Ok(std::borrow::Cow::Owned(bundle))
     }
 }
@@ -358,44 +373,31 @@ impl ControlPlaneActuator {
             let values = || objects.iter().map(|o| &o.object);
             let digest = managedresources::memo::digest(key, values());
             let keys = values().map(managedresources::key).collect();
-            let planned = match self.names.get(namespace, name, &digest) {
-                Some(secret_name) => Planned {
+            let (secret_name, encoded) = match self.names.get(namespace, name, &digest) {
+                Some(secret_name) => (secret_name, None),
+                None => {
+                    let bundle = encode(namespace, name, class, key, values())?;
+                    self.names
+                        .insert(namespace, name, digest, &bundle.secret_name);
+                    (bundle.secret_name.clone(), Some(bundle))
+                }
+            };
+            out.push(Planned {
+                namespace,
+                name,
+                class,
+                key,
+                objects,
+                managed_resource: managedresources::managed_resource(
                     namespace,
                     name,
                     class,
-                    key,
-                    objects,
-                    managed_resource: managedresources::managed_resource(
-                        namespace,
-                        name,
-                        class,
-                        &secret_name,
-                    ),
-                    secret_name,
-                    keys,
-                    encoded: None,
-                },
-                None => {
-                    let bundle = managedresources::bundle(namespace, name, class, key, values())
-                        .map_err(|e| {
-                            Error::Internal(format!("encoding ManagedResource {name}: {e}"))
-                        })?;
-                    self.names
-                        .insert(namespace, name, digest, &bundle.secret_name);
-                    Planned {
-                        namespace,
-                        name,
-                        class,
-                        key,
-                        objects,
-                        managed_resource: bundle.managed_resource.clone(),
-                        secret_name: bundle.secret_name.clone(),
-                        keys,
-                        encoded: Some(bundle),
-                    }
-                }
-            };
-            out.push(planned);
+                    &secret_name,
+                ),
+                secret_name,
+                keys,
+                encoded,
+            });
         }
         Ok(out)
     }
